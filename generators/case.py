@@ -1,0 +1,51 @@
+"""The unit of work: one generated input for one target, as plain data."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: equal values give equal bytes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Case:
+    """A case: the same (target, seed, index) gives the same params on every machine.
+
+    ``params`` must be JSON-serialisable; equality and hashing go through its canonical JSON.
+    """
+
+    target: str
+    seed: int
+    index: int
+    params: Mapping[str, Any] = field(compare=False, hash=False)
+
+    @property
+    def case_id(self) -> str:
+        """``TARGET/SEED/INDEX``: what ``layoutfuzz reproduce`` accepts."""
+        return f"{self.target}/{self.seed}/{self.index}"
+
+    @property
+    def params_json(self) -> str:
+        return canonical_json(self.params)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Case) and self.to_json() == other.to_json()
+
+    def __hash__(self) -> int:
+        return hash(self.to_json())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "seed": self.seed, "index": self.index, "params": self.params}
+
+    def to_json(self) -> str:
+        return canonical_json(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Case:
+        return cls(str(data["target"]), int(data["seed"]), int(data["index"]), json.loads(canonical_json(data["params"])))

@@ -1,0 +1,79 @@
+"""Where random choices come from: a seeded PRNG for campaigns, Hypothesis for property tests.
+
+Samplers take a ``Source`` so that one piece of code defines a distribution for both: the
+harness gets byte-identical cases from (target, seed, index) on every machine, and Hypothesis
+gets draws it can shrink.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Source(Protocol):
+    """The random choices a sampler may make."""
+
+    def integer(self, low: int, high: int) -> int:
+        """A uniform integer in [low, high]."""
+        ...
+
+    def choice(self, options: Sequence[T]) -> T:
+        """One of ``options``; the first is the simplest (Hypothesis shrinks towards it)."""
+        ...
+
+
+def permutation(source: Source, n: int) -> list[int]:
+    """A permutation of range(n) (Fisher-Yates; the identity is the simplest)."""
+    items = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = i - source.integer(0, i)
+        items[i], items[j] = items[j], items[i]
+    return items
+
+
+def bits(source: Source, count: int) -> int:
+    """``count`` random bits as an int."""
+    return source.integer(0, (1 << count) - 1) if count else 0
+
+
+class RandomSource:
+    """A ``Source`` over Python's Mersenne Twister, seeded from a string.
+
+    String seeds go through SHA-512 and ``randrange`` is specified exactly, so the stream is
+    the same on every platform and Python version the project supports.
+    """
+
+    def __init__(self, seed: str | int) -> None:
+        self._random = random.Random(seed)
+
+    def integer(self, low: int, high: int) -> int:
+        return self._random.randrange(low, high + 1)
+
+    def choice(self, options: Sequence[T]) -> T:
+        return options[self._random.randrange(len(options))]
+
+
+def source_for(target: str, seed: int, index: int) -> RandomSource:
+    """The source of case ``index`` of ``target`` in the campaign with ``seed``."""
+    return RandomSource(f"layoutfuzz/{target}/{seed}/{index}")
+
+
+class HypothesisSource:
+    """A ``Source`` over a Hypothesis ``draw`` function (inside ``st.composite``)."""
+
+    def __init__(self, draw: Callable[[Any], Any]) -> None:
+        self._draw = draw
+
+    def integer(self, low: int, high: int) -> int:
+        from hypothesis import strategies as st
+
+        return self._draw(st.integers(low, high))
+
+    def choice(self, options: Sequence[T]) -> T:
+        from hypothesis import strategies as st
+
+        return self._draw(st.sampled_from(list(options)))

@@ -1,0 +1,365 @@
+"""The ``layoutfuzz`` command line: run, reproduce, table, targets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from generators.case import Case
+from harness import registry
+from harness.runner import Result, Runner, Shard, Work, make_case, plan, run_cases
+from harness.target import OUTCOMES, Outcome, Target
+from reports.report import build_report, bucket_key, environment_versions
+from reports.store import DB_NAME, Store, StoreError, report_name
+from reports.tables import FORMATS, pass_rate_table, render, write_tables
+
+DEFAULT_OUT = "layoutfuzz-out"
+DEFAULT_TARGETS = "triton.linear_layout"
+DEFAULT_BUDGET_S = 60.0
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported in one line, exit code 2."""
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from '90', '90s', '5m', '1h' or '1h30m'."""
+    match = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    if not text.strip() or not match or not any(match.groups()):
+        raise argparse.ArgumentTypeError(f"bad duration {text!r}: use e.g. 90, 90s, 5m or 1h")
+    h, m, s = (float(g) if g else 0.0 for g in match.groups())
+    return h * 3600 + m * 60 + s
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def shard_spec(text: str) -> Shard:
+    try:
+        return Shard.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+# ---- run --------------------------------------------------------------------------------
+
+
+def _target_specs(args: argparse.Namespace) -> list[str]:
+    names = [t.strip() for t in (args.targets or "").split(",") if t.strip()] + list(args.target or [])
+    if not names:
+        names = DEFAULT_TARGETS.split(",")
+    try:
+        specs = [registry.resolve(n) for n in names]
+    except registry.TargetNotFound as exc:
+        raise UsageError(str(exc)) from None
+    return list(dict.fromkeys(specs))
+
+
+def _load(spec: str) -> Target:
+    try:
+        return registry.load(spec)
+    except registry.TargetNotFound as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _prepare_store(args: argparse.Namespace) -> tuple[Store, dict[str, Any]]:
+    out = Path(args.out)
+    existing = (out / DB_NAME).exists()
+    if args.resume:
+        if not existing:
+            raise UsageError(f"nothing to resume in {out}: no {DB_NAME} there")
+        store = Store(out, create=False)
+        meta = store.meta()
+        if not meta.get("targets"):
+            raise UsageError(f"{out / DB_NAME} holds no campaign settings to resume")
+        return store, meta
+    if existing:
+        if not args.force:
+            raise UsageError(
+                f"{out} already holds a campaign: add --resume to continue it, --force to replace it, "
+                "or --out to write elsewhere"
+            )
+        for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", "reports"):
+            path = out / name
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    store = Store(out)
+    meta = {
+        "targets": _target_specs(args),
+        "seed": args.seed,
+        "shard": str(args.shard),
+        "cases": args.cases,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    store.set_meta(meta)
+    return store, meta
+
+
+class Recorder:
+    """Stores results as they arrive, writes reports for non-pass ones, shows progress."""
+
+    def __init__(self, store: Store, specs: dict[str, str], versions: dict[str, dict[str, str]], progress) -> None:
+        self.store, self.specs, self.versions, self.progress = store, specs, versions, progress
+        self.counts: Counter[str] = Counter()
+
+    def __call__(self, result: Result) -> None:
+        bucket = bucket_key(result)
+        report = None
+        if result.outcome is not Outcome.PASS:
+            path = Path(self.store.directory, "reports", report_name(result.case))
+            report = build_report(result, self.versions.get(result.case.target, {}), path)
+            report["target_spec"] = self.specs.get(result.case.target, result.case.target)
+        self.store.record(
+            {"case": result.case, "family": result.family, "outcome": result.outcome.value,
+             "detail": result.detail, "signature": result.signature, "bucket": bucket,
+             "mismatch_count": result.mismatch_count, "duration_s": result.duration_s},
+            report,
+        )
+        self.counts[result.outcome.value] += 1
+        if self.progress is not None:
+            self.progress.update(1)
+            self.progress.set_postfix_str(
+                " ".join(f"{k}={v}" for k, v in sorted(self.counts.items()) if k != "pass"), refresh=False
+            )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    store, meta = _prepare_store(args)
+    specs = list(meta["targets"])
+    targets = [(spec, _load(spec)) for spec in specs]
+    seed, shard, cases = int(meta["seed"]), Shard.parse(meta["shard"]), meta.get("cases")
+    budget = args.budget if args.budget is not None else (None if cases else DEFAULT_BUDGET_S)
+    env = environment_versions()
+    versions, runnable = {}, []
+    done = store.recorded()
+    first = next(shard.indices(cases), None)
+    for spec, target in targets:
+        versions[target.name] = env | dict(target.versions())
+        availability = target.availability()
+        if availability.available:
+            runnable.append((spec, target))
+            continue
+        print(f"{target.name}: unsupported here: {availability.reason}", file=sys.stderr)
+        if first is not None and (target.name, seed, first) not in done:
+            case = make_case(target, seed, first)
+            unsupported = Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason)
+            Recorder(store, {target.name: spec}, versions, None)(unsupported)
+
+    name_to_spec = {t.name: s for s, t in targets}
+    total = None if cases is None else sum(1 for _ in shard.indices(cases)) * len(runnable)
+    already = sum(1 for (t, s, _) in done if s == seed and t in {x.name for _, x in runnable})
+    what = f"{len(runnable)} target(s), seed {seed}, shard {shard}, " + (
+        f"{cases} cases" if cases else "no case limit") + (f", budget {budget:g} s" if budget else "")
+    print(f"layoutfuzz: {what}, {args.jobs} worker(s) -> {store.directory}", file=sys.stderr)
+    progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=args.quiet or None,
+                    file=sys.stderr, dynamic_ncols=True)
+    recorder = Recorder(store, name_to_spec, versions, progress)
+    work = plan(runnable, seed, shard, cases, lambda t, i: (t, seed, i) in done)
+    deadline = time.monotonic() + budget if budget else None
+    started = time.monotonic()
+    interrupted = False
+    try:
+        run_cases(work, recorder, args.jobs, args.timeout, deadline)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.close()
+    elapsed = time.monotonic() - started
+    table = pass_rate_table(store.frame())
+    write_tables(table, store.directory)
+    print(render(table, args.format))
+    n = sum(recorder.counts.values())
+    summary = ", ".join(f"{recorder.counts[o]} {o}" for o in OUTCOMES if recorder.counts[o])
+    print(f"\n{n} cases in {elapsed:.1f} s ({n / max(elapsed, 1e-9):.0f}/s): {summary or 'none'}", file=sys.stderr)
+    findings = sum(recorder.counts[o] for o in ("diverge", "crash", "timeout", "error"))
+    if findings:
+        print(f"reports: {store.directory / 'reports'}", file=sys.stderr)
+    store.close()
+    if interrupted:
+        print(f"interrupted; continue with: layoutfuzz run --out {args.out} --resume", file=sys.stderr)
+        return 130
+    return 1 if (args.fail_on_findings and findings) else 0
+
+
+# ---- reproduce --------------------------------------------------------------------------
+
+
+def _case_from_argument(args: argparse.Namespace) -> tuple[Case, str | None, dict[str, Any] | None]:
+    """The case named by a report/case file or a case id; its target spec; the original report."""
+    path = Path(args.case)
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text())
+            report = data if "case" in data else None
+            case = Case.from_dict(data["case"] if report else data)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{path} is not a layoutfuzz report or case: {exc}") from None
+        spec = args.target or (report or {}).get("target_spec") or case.target
+        return case, spec, report
+    if not re.fullmatch(r".+/\d+/\d+", args.case):
+        raise UsageError(f"{args.case!r} is neither a file nor a case id TARGET/SEED/INDEX")
+    target_name, seed, index = args.case.rsplit("/", 2)
+    if (Path(args.out) / DB_NAME).exists():
+        found = Store(args.out, create=False).find(args.case)
+        if found:
+            case, report_path = found
+            report = json.loads(Path(report_path).read_text()) if report_path and Path(report_path).exists() else None
+            return case, args.target or (report or {}).get("target_spec") or case.target, report
+    spec = args.target or target_name
+    return make_case(_load(spec), int(seed), int(index)), spec, None
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    case, spec, report = _case_from_argument(args)
+    target = _load(spec)
+    availability = target.availability()
+    try:
+        target.validate(case)
+    except ValueError as exc:
+        raise UsageError(f"malformed case {case.case_id}: {exc}") from None
+    family = target.family(case)
+    print(f"case {case.case_id} ({target.name}, family {family})")
+    print(f"params: {json.dumps(case.params)[:2000]}")
+    if not availability.available:
+        result = Result(case, family, Outcome.UNSUPPORTED, availability.reason)
+    else:
+        results: list[Result] = []
+        with Runner(jobs=1, timeout_s=args.timeout) as runner:
+            runner.submit(registry.resolve(spec), case, family)
+            while runner.in_flight:
+                results += runner.results()
+        result = results[0]
+    print(f"outcome: {result.outcome.value}")
+    if result.detail:
+        print(f"detail: {result.detail}")
+    if result.outcome is Outcome.DIVERGE:
+        print(f"{result.mismatch_count} mismatch(es); first:")
+        for line in result.mismatches:
+            print(f"  {line}")
+    if args.verbose:
+        print(f"expected: {json.dumps(result.expected)[:4000]}")
+        print(f"observed: {json.dumps(result.observed)[:4000]}")
+    if report is not None:
+        same = report.get("outcome") == result.outcome.value
+        print(f"reported outcome: {report.get('outcome')} -> {'reproduced' if same else 'NOT reproduced'}")
+    return 0 if result.outcome is Outcome.PASS else 1
+
+
+# ---- table, targets ---------------------------------------------------------------------
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    try:
+        store = Store(args.out, create=False)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    table = pass_rate_table(store.frame())
+    print(render(table, args.format))
+    return 0
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    rows = []
+    for name, spec in registry.available_specs().items():
+        try:
+            target = registry.load(spec)
+            availability = target.availability()
+            status = "available" if availability.available else f"unsupported: {availability.reason}"
+            rows.append((name, status, target.description))
+        except registry.TargetNotFound as exc:
+            rows.append((name, f"cannot load: {exc}", ""))
+    width = max(len(r[0]) for r in rows)
+    for name, status, description in rows:
+        print(f"{name:<{width}}  {status}")
+        if description:
+            print(f"{'':<{width}}  {description}")
+    return 0
+
+
+# ---- entry point ------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="layoutfuzz",
+        description="Differential testing of GPU tensor layouts: generated cases, an F2/PTX oracle, "
+        "systems under test run in isolated workers, every divergence stored and reproducible.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a campaign and print its pass-rate table",
+                         description="Run a campaign: generate cases for the targets, run each in an isolated "
+                         "worker, store every outcome in OUT/layoutfuzz.sqlite and every non-pass as "
+                         "OUT/reports/*.json, and print the pass-rate table (also OUT/table.{md,csv,html}).")
+    run.add_argument("--targets", metavar="NAMES", help=f"comma-separated target names (default: {DEFAULT_TARGETS}); "
+                     "see `layoutfuzz targets`")
+    run.add_argument("--target", action="append", metavar="MODULE:ATTR", help="a third-party target (repeatable)")
+    run.add_argument("--seed", type=int, default=0, help="campaign seed; (seed, index) fixes each case (default 0)")
+    run.add_argument("--cases", type=positive_int, help="cases per target (indices 0..N-1, split by --shard)")
+    run.add_argument("--budget", type=parse_duration, metavar="DURATION",
+                     help=f"stop starting cases after this long, e.g. 60s, 5m (default {DEFAULT_BUDGET_S:g}s "
+                     "unless --cases is given)")
+    run.add_argument("--shard", type=shard_spec, default=Shard(), metavar="I/N",
+                     help="run only part I of N (1-based): case indices = I-1 mod N")
+    run.add_argument("--jobs", "-j", type=positive_int, default=os.cpu_count() or 1,
+                     help="worker processes (default: one per core)")
+    run.add_argument("--timeout", type=parse_duration, default=30.0, metavar="DURATION",
+                     help="per-case time limit; a case past it is a timeout (default 30s)")
+    run.add_argument("--out", default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the campaign in --out with its stored settings, skipping recorded cases")
+    run.add_argument("--force", action="store_true", help="replace a campaign already in --out")
+    run.add_argument("--format", choices=FORMATS, default="md", help="format of the printed table")
+    run.add_argument("--fail-on-findings", action="store_true",
+                     help="exit 1 if any case diverged, crashed, timed out or errored")
+    run.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    run.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("reproduce", help="re-run one case and show expected vs observed",
+                         description="Re-run one case in an isolated worker and show what the oracle and the "
+                         "system under test say. CASE is a report (OUT/reports/*.json), a case JSON file, or a case "
+                         "id TARGET/SEED/INDEX. Exit 0 if it passes, 1 if it still diverges (or crashes, ...).")
+    rep.add_argument("case", metavar="CASE")
+    rep.add_argument("--out", default=DEFAULT_OUT, help="campaign directory to look case ids up in")
+    rep.add_argument("--target", metavar="MODULE:ATTR", help="the target, if it is not a built-in or plug-in")
+    rep.add_argument("--timeout", type=parse_duration, default=60.0, metavar="DURATION")
+    rep.add_argument("--verbose", "-v", action="store_true", help="print expected and observed in full")
+    rep.set_defaults(func=cmd_reproduce)
+
+    table = sub.add_parser("table", help="print the pass-rate table of a campaign")
+    table.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT})")
+    table.add_argument("--format", choices=FORMATS, default="md")
+    table.set_defaults(func=cmd_table)
+
+    targets = sub.add_parser("targets", help="list the targets and whether they can run here")
+    targets.set_defaults(func=cmd_targets)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        print(f"layoutfuzz: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Finding targets: built-ins, the ``layoutfuzz.targets`` entry-point group, and ``module:attr``."""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+
+from harness.target import Target
+
+ENTRY_POINT_GROUP = "layoutfuzz.targets"
+
+BUILTIN: dict[str, str] = {
+    "triton.linear_layout": "harness.targets.triton_linear_layout:TritonLinearLayout",
+}
+
+
+class TargetNotFound(LookupError):
+    """No target of that name or spec."""
+
+
+def available_specs() -> dict[str, str]:
+    """Target name -> ``module:attr``, built-ins first, then installed plug-ins."""
+    specs = dict(BUILTIN)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        specs.setdefault(ep.name, ep.value)
+    return specs
+
+
+def resolve(name_or_spec: str) -> str:
+    """The ``module:attr`` spec of a target name, or the spec itself."""
+    if ":" in name_or_spec:
+        return name_or_spec
+    specs = available_specs()
+    if name_or_spec not in specs:
+        raise TargetNotFound(f"unknown target {name_or_spec!r}; known: {', '.join(sorted(specs))} (or give module:attr)")
+    return specs[name_or_spec]
+
+
+_loaded: dict[str, Target] = {}
+
+
+def load(name_or_spec: str) -> Target:
+    """The target object behind a name or ``module:attr`` spec (a class is instantiated)."""
+    spec = resolve(name_or_spec)
+    if spec not in _loaded:
+        module_name, _, attr = spec.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise TargetNotFound(f"cannot load target {spec!r}: {exc}") from exc
+        target = obj() if isinstance(obj, type) else obj
+        if not getattr(target, "name", ""):
+            raise TargetNotFound(f"target {spec!r} has no name")
+        _loaded[spec] = target
+    return _loaded[spec]

@@ -1,0 +1,287 @@
+"""Running cases in isolated worker processes, and campaigns of them.
+
+Each case runs in a worker process (pebble's pool, spawn context): an abort, a segfault or a
+hang of the system under test kills or stalls only that worker, is recorded as ``crash`` (with
+the signal and the last lines the worker printed) or ``timeout``, and the campaign goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, TimeoutError as FutureTimeout, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pebble import ProcessExpired, ProcessPool
+
+from generators.case import Case
+from generators.source import source_for
+from harness import registry
+from harness.compare import to_jsonable
+from harness.target import Outcome, Target, Unsupported
+
+WORKER_LOG_LINES = 20
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of one case, with what a report needs to show and reproduce it."""
+
+    case: Case
+    family: str
+    outcome: Outcome
+    detail: str = ""
+    expected: Any = None
+    observed: Any = None
+    mismatch_count: int = 0
+    mismatches: tuple[str, ...] = ()
+    signature: str = ""
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Part ``index`` (1-based) of ``count``: the case indices congruent to index-1 mod count."""
+
+    index: int = 1
+    count: int = 1
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        try:
+            i, n = (int(x) for x in text.split("/"))
+        except ValueError:
+            raise ValueError(f"bad shard {text!r}: expected I/N, e.g. 1/4") from None
+        if not 1 <= i <= n:
+            raise ValueError(f"bad shard {text!r}: need 1 <= I <= N")
+        return cls(i, n)
+
+    def indices(self, limit: int | None) -> Iterator[int]:
+        k = self.index - 1
+        while limit is None or k < limit:
+            yield k
+            k += self.count
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def make_case(target: Target, seed: int, index: int) -> Case:
+    """Case ``index`` of ``target`` in the campaign with ``seed`` (deterministic)."""
+    params = target.generate(source_for(target.name, seed, index))
+    return Case(target.name, seed, index, json.loads(json.dumps(params)))
+
+
+# ---- inside a worker ----------------------------------------------------------------------
+
+
+def _init_worker(log_dir: str) -> None:
+    """Sends the worker's stdout and stderr to a file of its own, read back if it crashes.
+
+    Ctrl-C is the parent's to handle: workers ignore it and are stopped by the pool.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fd = os.open(os.path.join(log_dir, f"worker-{os.getpid()}.log"), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _clear_worker_log() -> None:
+    try:
+        os.ftruncate(2, 0)
+        os.lseek(2, 0, os.SEEK_SET)
+    except OSError:
+        pass
+
+
+def evaluate(spec: str, case_json: str) -> dict[str, Any]:
+    """Runs one case in this process: oracle, system under test, comparison."""
+    _clear_worker_log()
+    start = time.perf_counter()
+    case = Case.from_dict(json.loads(case_json))
+    result: dict[str, Any] = {}
+
+    def finish(outcome: Outcome, detail: str = "", **extra: Any) -> dict[str, Any]:
+        result.update(outcome=outcome.value, detail=detail, duration_s=time.perf_counter() - start, **extra)
+        return result
+
+    phase = "loading the target"
+    try:
+        target = registry.load(spec)
+        phase = "the oracle"
+        expected = target.expected(case)
+        result["expected"] = to_jsonable(expected)
+        phase = "the system under test"
+        observed = target.observed(case)
+        result["observed"] = to_jsonable(observed)
+        phase = "the comparison"
+        verdict = target.compare(case, expected, observed)
+    except Unsupported as exc:
+        return finish(Outcome.UNSUPPORTED, str(exc))
+    except Exception:
+        return finish(Outcome.ERROR, f"exception in {phase}:\n{traceback.format_exc(limit=8)}")
+    return finish(
+        Outcome.PASS if verdict.ok else Outcome.DIVERGE,
+        verdict.note,
+        mismatch_count=verdict.mismatch_count,
+        mismatches=list(verdict.mismatches),
+        signature=verdict.signature,
+    )
+
+
+# ---- in the parent ------------------------------------------------------------------------
+
+
+@dataclass
+class Runner:
+    """A pool of isolated workers; ``submit`` cases, ``results`` as they finish."""
+
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    timeout_s: float = 30.0
+    _log_dir: tempfile.TemporaryDirectory | None = None
+    _pool: ProcessPool | None = None
+    _pending: dict = field(default_factory=dict)
+
+    def __enter__(self) -> Runner:
+        self._log_dir = tempfile.TemporaryDirectory(prefix="layoutfuzz-workers-")
+        self._pool = ProcessPool(
+            max_workers=self.jobs,
+            initializer=_init_worker,
+            initargs=(self._log_dir.name,),
+            context=multiprocessing.get_context("spawn"),
+        )
+        return self
+
+    def __exit__(self, exc_type, *_: Any) -> None:
+        assert self._pool is not None and self._log_dir is not None
+        if exc_type is None:
+            self._pool.close()
+        else:
+            self._pool.stop()
+        self._pool.join()
+        self._log_dir.cleanup()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    def submit(self, spec: str, case: Case, family: str) -> None:
+        assert self._pool is not None
+        future = self._pool.schedule(evaluate, args=(spec, case.to_json()), timeout=self.timeout_s)
+        self._pending[future] = (case, family, time.perf_counter())
+
+    def results(self, wait_s: float | None = None) -> list[Result]:
+        """Results of the cases finished within ``wait_s`` seconds (all pending if None)."""
+        if not self._pending:
+            return []
+        done, _ = wait(list(self._pending), timeout=wait_s, return_when=FIRST_COMPLETED)
+        return [self._collect(f) for f in done]
+
+    def _collect(self, future) -> Result:
+        case, family, started = self._pending.pop(future)
+        elapsed = time.perf_counter() - started
+        try:
+            data = future.result()
+        except FutureTimeout:
+            return Result(case, family, Outcome.TIMEOUT, f"no answer within {self.timeout_s:g} s", duration_s=elapsed)
+        except ProcessExpired as exc:
+            return Result(case, family, Outcome.CRASH, self._crash_detail(exc), duration_s=elapsed)
+        except Exception as exc:  # the pool itself failed (pickling, ...): a harness bug
+            return Result(case, family, Outcome.ERROR, f"worker failure: {exc!r}", duration_s=elapsed)
+        return Result(
+            case,
+            family,
+            Outcome(data["outcome"]),
+            data.get("detail", ""),
+            data.get("expected"),
+            data.get("observed"),
+            data.get("mismatch_count", 0),
+            tuple(data.get("mismatches", ())),
+            data.get("signature", ""),
+            data.get("duration_s", elapsed),
+        )
+
+    def _crash_detail(self, exc: ProcessExpired) -> str:
+        code = exc.exitcode
+        if code is not None and code < 0:
+            try:
+                what = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                what = f"killed by signal {-code}"
+        else:
+            what = f"worker exited with code {code}"
+        tail = ""
+        assert self._log_dir is not None
+        path = Path(self._log_dir.name, f"worker-{exc.pid}.log")
+        if path.exists():
+            lines = path.read_text(errors="replace").strip().splitlines()
+            tail = "\n".join(lines[-WORKER_LOG_LINES:])
+            path.unlink(missing_ok=True)
+        return what + (f"\n{tail}" if tail else "")
+
+
+@dataclass(frozen=True)
+class Work:
+    """One case to run, or a result already known without running it."""
+
+    spec: str
+    case: Case
+    family: str
+    known: Result | None = None
+
+
+def plan(
+    targets: Sequence[tuple[str, Target]], seed: int, shard: Shard, cases: int | None, skip: Callable[[str, int], bool]
+) -> Iterator[Work]:
+    """The campaign's cases, round-robin over targets, skipping those ``skip`` says are done."""
+    for index in shard.indices(cases):
+        for spec, target in targets:
+            if skip(target.name, index):
+                continue
+            try:
+                case = make_case(target, seed, index)
+                family = target.family(case)
+            except Exception:
+                case = Case(target.name, seed, index, {})
+                detail = f"exception generating the case:\n{traceback.format_exc(limit=8)}"
+                yield Work(spec, case, "generate", Result(case, "generate", Outcome.ERROR, detail))
+                continue
+            yield Work(spec, case, family)
+
+
+def run_cases(
+    work: Iterator[Work],
+    record: Callable[[Result], None],
+    jobs: int,
+    timeout_s: float,
+    deadline: float | None = None,
+) -> bool:
+    """Runs ``work`` until done or past ``deadline`` (time.monotonic); records every result.
+
+    Returns True if all of it ran. Ctrl-C propagates after recording what finished.
+    """
+    with Runner(jobs=jobs, timeout_s=timeout_s) as runner:
+        exhausted = False
+        while True:
+            out_of_time = deadline is not None and time.monotonic() >= deadline
+            while not exhausted and not out_of_time and runner.in_flight < 2 * jobs:
+                item = next(work, None)
+                if item is None:
+                    exhausted = True
+                elif item.known is not None:
+                    record(item.known)
+                else:
+                    runner.submit(item.spec, item.case, item.family)
+            if not runner.in_flight:
+                return exhausted
+            for result in runner.results(wait_s=0.5):
+                record(result)

@@ -1,0 +1,83 @@
+"""What a system under test must provide to be fuzzed: the target interface.
+
+A target generates cases from a ``Source``, computes the expected result with an oracle and
+the observed result with its system under test, and compares them. Subclass ``Target`` (or
+provide the same attributes) and register it under the entry-point group
+``layoutfuzz.targets``, or pass ``--target module:attr``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from generators.case import Case
+from generators.source import Source
+from harness.compare import Comparison, compare_values
+
+
+class Outcome(str, enum.Enum):
+    """How one case ended."""
+
+    PASS = "pass"
+    DIVERGE = "diverge"  # the system under test disagrees with the oracle
+    CRASH = "crash"  # the system under test killed its process (abort, segfault, ...)
+    TIMEOUT = "timeout"  # the case ran past the per-case time limit
+    UNSUPPORTED = "unsupported"  # the target cannot run here (missing library, device, ...)
+    ERROR = "error"  # a bug of the harness, an oracle or a target wrapper
+
+
+OUTCOMES = tuple(o.value for o in Outcome)
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a target can run on this machine, and if not, why."""
+
+    available: bool
+    reason: str = ""
+
+
+class Unsupported(Exception):
+    """Raised by a target for a case (or all cases) it cannot run here; the message says why."""
+
+
+class Target:
+    """Base class of targets; override ``generate``, ``expected`` and ``observed`` at least."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def availability(self) -> Availability:
+        """Whether what ``requires`` names is present; checked once per campaign."""
+        return Availability(True)
+
+    def versions(self) -> Mapping[str, str]:
+        """Versions of the system under test, recorded in every report."""
+        return {}
+
+    def generate(self, source: Source) -> Mapping[str, Any]:
+        """The JSON-serialisable parameters of one case, drawn from ``source`` alone."""
+        raise NotImplementedError
+
+    def validate(self, case: Case) -> None:
+        """Raises ValueError if the case's params are malformed (for cases a user hands in)."""
+
+    def family(self, case: Case) -> str:
+        """The group this case is counted in by the pass-rate tables."""
+        return "all"
+
+    def expected(self, case: Case) -> Any:
+        """The oracle's answer."""
+        raise NotImplementedError
+
+    def observed(self, case: Case) -> Any:
+        """The system under test's answer (runs in an isolated worker process)."""
+        raise NotImplementedError
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        """Whether they agree; the default is exact equality, element by element."""
+        return compare_values(expected, observed)

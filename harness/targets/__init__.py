@@ -1,0 +1,1 @@
+"""Built-in CPU targets (GPU targets live in ``gpu/``)."""

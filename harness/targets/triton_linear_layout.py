@@ -1,0 +1,257 @@
+"""Target ``triton.linear_layout``: Triton's C++ LinearLayout (pybind, no GPU) against the oracle.
+
+Every operation the binding exposes is exercised on random layouts of every kind. Preconditions
+that Triton asserts on (invert needs an invertible layout, pseudoinvert a surjective one, ...)
+are respected, since a violated assertion aborts the process: a crash found here is therefore a
+real finding, not a misuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from generators.case import Case
+from generators.layouts import LAYOUT_KINDS, arbitrary_layout, distributed_layout, sample_layout
+from generators.source import Source
+from harness.compare import Comparison, compare_values
+from harness.target import Availability, Target
+from oracles.linear_layout import LinearLayout
+
+OPS = (
+    "apply",
+    "compose",
+    "product",
+    "invert",
+    "pseudoinvert",
+    "invert_and_compose",
+    "predicates",
+    "matrix_view",
+    "constructors",
+)
+SURJECTIVE_KINDS = ("distributed", "memory", "invertible", "arbitrary")
+INVERTIBLE_KINDS = ("memory", "invertible", "distributed")
+MAX_BITS = 10  # output bits; inputs stay within 13 bits so that apply over all inputs is quick
+
+
+def _triton_ll():
+    from triton._C.libtriton import linear_layout
+
+    return linear_layout.LinearLayout
+
+
+def to_triton(layout: LinearLayout):
+    """The same layout in Triton's binding (no surjectivity requirement)."""
+    return _triton_ll().from_bases(
+        [(n, [list(b) for b in bases]) for n, bases in layout.in_dims],
+        list(layout.out_dim_names),
+        [s for _, s in layout.out_dims],
+        False,
+    )
+
+
+def from_triton(tt) -> dict[str, Any]:
+    """A Triton layout as the oracle's plain-data form."""
+    return {"bases": [[n, [list(b) for b in bs]] for n, bs in tt.bases], "out_dims": [[n, s] for n, s in tt.out_dims]}
+
+
+def _surjective(source: Source, kind: str, max_bits: int, **kw: Any) -> LinearLayout:
+    """A surjective layout of ``kind``; arbitrary draws are retried (then made distributed)."""
+    for _ in range(8):
+        layout = sample_layout(source, kind, max_bits, **kw)
+        if layout.is_surjective():
+            return layout
+    return sample_layout(source, "distributed", max_bits, **kw)
+
+
+def _invertible(source: Source, kind: str) -> LinearLayout:
+    if kind == "distributed":  # a permutation of bits: Def 4.10 without broadcasting
+        return distributed_layout(source, max_out_bits=MAX_BITS, max_broadcast_bits=0)
+    return sample_layout(source, kind, MAX_BITS)
+
+
+class TritonLinearLayout(Target):
+    """Triton's LinearLayout binding, operation by operation; family = operation/layout kind."""
+
+    name = "triton.linear_layout"
+    description = "Triton's C++ LinearLayout algebra (CPU) against the F2 oracle, operation by operation"
+    requires = ("triton",)
+
+    def availability(self) -> Availability:
+        try:
+            _triton_ll()
+        except Exception as exc:  # ImportError, or a binding without linear_layout
+            return Availability(False, f"triton's linear_layout binding is not importable: {exc}")
+        return Availability(True)
+
+    def versions(self) -> Mapping[str, str]:
+        try:
+            return {"triton": metadata.version("triton")}
+        except metadata.PackageNotFoundError:
+            return {}
+
+    # ---- cases ---------------------------------------------------------------------------
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        op = source.choice(OPS)
+        params: dict[str, Any] = {"op": op}
+        if op in ("apply", "predicates", "matrix_view"):
+            kind = source.choice(LAYOUT_KINDS)
+            params.update(kind=kind, layout=sample_layout(source, kind, MAX_BITS).to_dict())
+        elif op == "compose":
+            kind = source.choice(LAYOUT_KINDS)
+            inner = sample_layout(source, kind, MAX_BITS)
+            outer_kind = source.choice(("arbitrary", "distributed"))
+            names = list(inner.out_dim_names)
+            bits = [s.bit_length() - 1 for _, s in inner.out_dims]
+            if outer_kind == "distributed":
+                outer = distributed_layout(source, names, MAX_BITS, fixed_bits=dict(zip(names, bits)))
+            else:
+                outer = arbitrary_layout(source, names, max_out_bits=MAX_BITS, in_bits=bits)
+            params.update(kind=kind, outer_kind=outer_kind, layout=inner.to_dict(), outer=outer.to_dict())
+        elif op == "product":
+            kind = source.choice(LAYOUT_KINDS)
+            a = sample_layout(source, kind, MAX_BITS // 2)
+            b = sample_layout(source, kind, MAX_BITS // 2)
+            params.update(kind=kind, layout=a.to_dict(), outer=b.to_dict())
+        elif op == "invert":
+            kind = source.choice(INVERTIBLE_KINDS)
+            params.update(kind=kind, layout=_invertible(source, kind).to_dict())
+        elif op == "pseudoinvert":
+            kind = source.choice(SURJECTIVE_KINDS)
+            params.update(kind=kind, layout=_surjective(source, kind, MAX_BITS).to_dict())
+        elif op == "invert_and_compose":
+            kind = source.choice(SURJECTIVE_KINDS)
+            outer = _surjective(source, kind, MAX_BITS)
+            inner_kind = source.choice(("distributed", "arbitrary"))
+            if inner_kind == "distributed":
+                inner = distributed_layout(source, outs=outer.out_dims)
+            else:
+                inner = arbitrary_layout(source, outs=outer.out_dims)
+            params.update(kind=f"{inner_kind}/{kind}", layout=inner.to_dict(), outer=outer.to_dict())
+        else:  # constructors
+            ctor = source.choice(("identity_1d", "strided_1d", "zeros_1d"))
+            params.update(kind=ctor, size=1 << source.integer(0, 8), stride=1 << source.integer(0, 4))
+            params.update(out_size=1 << source.integer(0, 4))
+        return params
+
+    def validate(self, case: Case) -> None:
+        p = case.params
+        if p.get("op") not in OPS:
+            raise ValueError(f"unknown op {p.get('op')!r}; ops: {', '.join(OPS)}")
+        if "kind" not in p:
+            raise ValueError("no 'kind'")
+        for key in ("layout", "outer"):
+            if key in p:
+                LinearLayout.from_dict(p[key])
+        if p["op"] == "constructors":
+            _constructor(LinearLayout, p)
+
+    def family(self, case: Case) -> str:
+        return f"{case.params['op']}/{case.params['kind']}"
+
+    # ---- the oracle ----------------------------------------------------------------------
+
+    def expected(self, case: Case) -> Any:
+        p = case.params
+        op = p["op"]
+        if op == "constructors":
+            return _constructor(LinearLayout, p).to_dict()
+        layout = LinearLayout.from_dict(p["layout"])
+        if op == "apply":
+            return {"out_dims": layout.to_dict()["out_dims"], "values": layout.apply_all()}
+        if op == "predicates":
+            return {"injective": layout.is_injective(), "surjective": layout.is_surjective(),
+                    "invertible": layout.is_invertible()}
+        if op == "matrix_view":
+            return layout.matrix()
+        if op == "compose":
+            return layout.compose(LinearLayout.from_dict(p["outer"])).to_dict()
+        if op == "product":
+            return (layout * LinearLayout.from_dict(p["outer"])).to_dict()
+        if op == "invert":
+            return layout.invert().to_dict()
+        if op == "pseudoinvert":
+            return layout.right_inverse().to_dict()
+        if op == "invert_and_compose":
+            return layout.invert_and_compose(LinearLayout.from_dict(p["outer"])).to_dict()
+        raise ValueError(f"unknown op {op!r}")
+
+    # ---- the system under test -----------------------------------------------------------
+
+    def observed(self, case: Case) -> Any:
+        p = case.params
+        op = p["op"]
+        TT = _triton_ll()
+        if op == "constructors":
+            return from_triton(_constructor(TT, p))
+        layout = LinearLayout.from_dict(p["layout"])
+        tt = to_triton(layout)
+        if op == "apply":
+            values = {n: np.zeros(1 << layout.total_in_bits, dtype=np.int64) for n in layout.out_dim_names}
+            names = layout.in_dim_names
+            widths = [len(b) for _, b in layout.in_dims]
+            for flat in range(1 << layout.total_in_bits):
+                point, shift = {}, 0
+                for n, w in zip(names, widths):
+                    point[n] = flat >> shift & ((1 << w) - 1)
+                    shift += w
+                for n, v in tt.apply(point).items():
+                    values[n][flat] = v
+            return {"out_dims": [[n, s] for n, s in tt.out_dims], "values": values}
+        if op == "predicates":
+            return {"injective": tt.is_injective(), "surjective": tt.is_surjective(), "invertible": tt.is_invertible()}
+        if op == "matrix_view":
+            return np.array(tt.get_matrix_view(), dtype=np.uint8).reshape(layout.total_out_bits, layout.total_in_bits)
+        if op == "compose":
+            return from_triton(tt.compose(to_triton(LinearLayout.from_dict(p["outer"]))))
+        if op == "product":
+            return from_triton(tt * to_triton(LinearLayout.from_dict(p["outer"])))
+        if op == "invert":
+            return from_triton(tt.invert())
+        if op == "pseudoinvert":
+            return from_triton(tt.pseudoinvert())
+        if op == "invert_and_compose":
+            return from_triton(tt.invert_and_compose(to_triton(LinearLayout.from_dict(p["outer"]))))
+        raise ValueError(f"unknown op {op!r}")
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        op = case.params["op"]
+        if op not in ("pseudoinvert", "invert_and_compose"):
+            return compare_values(expected, observed)
+        # A right inverse is unique only when the layout is injective: another valid choice of
+        # slack variables is no divergence, so compare the defining property (L ∘ R = id, or
+        # outer ∘ C = L) and the dims, and note whether the choice matches the oracle's.
+        layout = LinearLayout.from_dict(case.params["layout"])
+        try:
+            got = LinearLayout.from_dict(observed)
+        except ValueError as exc:
+            return Comparison(False, 1, (f"observed is not a layout: {exc}",), "malformed")
+        want = LinearLayout.from_dict(expected)
+        dims = compare_values(
+            {"in": want.in_sizes, "out": want.out_dims}, {"in": got.in_sizes, "out": got.out_dims}
+        )
+        if not dims.ok:
+            return dims
+        if op == "pseudoinvert":
+            identity = LinearLayout.from_columns(layout.out_dims, layout.out_dims,
+                                                 [1 << k for k in range(layout.total_out_bits)])
+            verdict = compare_values(identity.table(), got.compose(layout).table())
+        else:
+            outer = LinearLayout.from_dict(case.params["outer"])
+            verdict = compare_values(layout.table(), got.compose(outer).table())
+        if not verdict.ok:
+            return Comparison(False, verdict.mismatch_count, verdict.mismatches, "property:" + verdict.signature)
+        note = "same as the oracle's choice" if got == want else "another valid choice of slack variables"
+        return Comparison(True, note=note)
+
+
+def _constructor(cls, p: Mapping[str, Any]):
+    if p["kind"] == "identity_1d":
+        return cls.identity_1d(p["size"], "register", "dim0")
+    if p["kind"] == "strided_1d":
+        return cls.strided_1d(p["size"], p["stride"], "register", "dim0")
+    return cls.zeros_1d(p["size"], "register", "dim0", p["out_size"])

@@ -1,0 +1,1 @@
+"""Where outcomes go: the SQLite store, JSON reports and pass-rate tables."""

@@ -1,0 +1,66 @@
+"""Self-contained JSON reports of non-pass outcomes, and their bucket keys."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import re
+import sys
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harness.runner import Result
+from harness.target import Outcome
+
+REPORT_SCHEMA = 1
+VERSIONED_PACKAGES = ("layoutfuzz", "numpy", "triton", "torch", "cuda-python", "cuda-core", "hypothesis", "pandas")
+
+
+def environment_versions() -> dict[str, str]:
+    """Python, platform and the installed versions of the packages that matter."""
+    versions = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def bucket_key(result: Result) -> str:
+    """Groups outcomes that look like the same problem: target, family, outcome and signature.
+
+    Crashes are keyed by their signal and the worker's last line with numbers removed.
+    """
+    signature = result.signature
+    if result.outcome in (Outcome.CRASH, Outcome.ERROR, Outcome.TIMEOUT, Outcome.UNSUPPORTED):
+        lines = result.detail.strip().splitlines()
+        signature = re.sub(r"0x[0-9a-fA-F]+|\d+", "N", " | ".join(lines[:1] + lines[-1:]))
+    text = "\n".join((result.case.target, result.family, result.outcome.value, signature))
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def build_report(result: Result, versions: Mapping[str, str], report_path: Path | None) -> dict[str, Any]:
+    """Everything needed to understand and reproduce one non-pass outcome."""
+    target = result.case.target
+    reproduce = f"layoutfuzz reproduce {report_path}" if report_path else f"layoutfuzz reproduce {result.case.case_id}"
+    return {
+        "schema": REPORT_SCHEMA,
+        "case_id": result.case.case_id,
+        "case": result.case.to_dict(),
+        "target": target,
+        "family": result.family,
+        "outcome": result.outcome.value,
+        "detail": result.detail,
+        "mismatch_count": result.mismatch_count,
+        "first_mismatches": list(result.mismatches),
+        "signature": result.signature,
+        "bucket": bucket_key(result),
+        "expected": result.expected,
+        "observed": result.observed,
+        "duration_s": round(result.duration_s, 6),
+        "versions": dict(versions),
+        "reproduce": reproduce,
+    }

@@ -1,0 +1,138 @@
+"""The campaign store: every outcome in SQLite (WAL), every non-pass also as a JSON report.
+
+Each outcome is committed as it arrives, and its JSON report is written (atomically) before
+the row, so a campaign killed at any moment, even by SIGKILL, keeps everything it recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from generators.case import Case
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS outcomes (
+    target TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    family TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    bucket TEXT NOT NULL,
+    mismatch_count INTEGER NOT NULL,
+    duration_s REAL NOT NULL,
+    case_json TEXT NOT NULL,
+    report TEXT,
+    recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    PRIMARY KEY (target, seed, idx)
+);
+"""
+
+DB_NAME = "layoutfuzz.sqlite"
+
+
+class StoreError(Exception):
+    """The output directory does not hold a usable store."""
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` so that readers see the old file or the new, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Store:
+    """One campaign's output directory: ``layoutfuzz.sqlite`` and ``reports/*.json``."""
+
+    def __init__(self, directory: str | Path, create: bool = True) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / DB_NAME
+        if not create and not self.path.exists():
+            raise StoreError(f"no campaign in {self.directory} (no {DB_NAME})")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- campaign metadata ---------------------------------------------------------------
+
+    def meta(self) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM campaign")}
+
+    def set_meta(self, values: Mapping[str, Any]) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO campaign VALUES (?, ?)", [(k, json.dumps(v)) for k, v in values.items()]
+            )
+
+    # ---- outcomes ------------------------------------------------------------------------
+
+    def recorded(self) -> set[tuple[str, int, int]]:
+        """(target, seed, index) of every recorded case."""
+        return set(self.db.execute("SELECT target, seed, idx FROM outcomes"))
+
+    def record(self, row: Mapping[str, Any], report: Mapping[str, Any] | None) -> Path | None:
+        """Stores one outcome; a report, if given, goes to ``reports/`` first."""
+        case: Case = row["case"]
+        path = None
+        if report is not None:
+            path = self.directory / "reports" / report_name(case)
+            write_atomically(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
+        self.db.execute(
+            "INSERT OR REPLACE INTO outcomes (target, seed, idx, family, outcome, detail, signature, bucket,"
+            " mismatch_count, duration_s, case_json, report) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                case.target, case.seed, case.index, row["family"], row["outcome"], row["detail"], row["signature"],
+                row["bucket"], row["mismatch_count"], row["duration_s"], case.to_json(),
+                str(path.relative_to(self.directory)) if path else None,
+            ),
+        )
+        return path
+
+    def frame(self) -> pd.DataFrame:
+        """Every outcome as a DataFrame."""
+        return pd.read_sql_query(
+            "SELECT target, seed, idx, family, outcome, detail, bucket, mismatch_count, duration_s, report"
+            " FROM outcomes ORDER BY target, seed, idx",
+            self.db,
+        )
+
+    def find(self, case_id: str) -> tuple[Case, str | None] | None:
+        """The case stored under ``TARGET/SEED/INDEX`` and its report path, if any."""
+        target, _, rest = case_id.rpartition("/")
+        target, _, seed = target.rpartition("/")
+        try:
+            key = (target, int(seed), int(rest))
+        except ValueError:
+            return None
+        row = self.db.execute("SELECT case_json, report FROM outcomes WHERE target=? AND seed=? AND idx=?", key).fetchone()
+        if row is None:
+            return None
+        return Case.from_dict(json.loads(row[0])), (str(self.directory / row[1]) if row[1] else None)
+
+
+def report_name(case: Case) -> str:
+    return f"{case.target}-{case.seed}-{case.index}.json"

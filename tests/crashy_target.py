@@ -1,0 +1,58 @@
+"""A test-only target whose system under test aborts, segfaults, hangs or lies on chosen cases.
+
+``index % 6``: 0 pass, 1 abort (SIGABRT), 2 segfault (SIGSEGV), 3 hang, 4 diverge, 5 pass
+after a short sleep (for interrupting campaigns mid-way).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+
+from harness.target import Target
+
+BEHAVIOURS = ("pass", "abort", "segfault", "hang", "diverge", "slow")
+
+
+class CrashyTarget(Target):
+    name = "test.crashy"
+    description = "test-only: aborts, segfaults, hangs and diverges on chosen cases"
+
+    def generate(self, source):
+        return {"value": source.integer(0, 1 << 20)}
+
+    def family(self, case):
+        return BEHAVIOURS[case.index % len(BEHAVIOURS)]
+
+    def expected(self, case):
+        return {"value": case.params["value"]}
+
+    def observed(self, case):
+        behaviour = self.family(case)
+        if behaviour == "abort":
+            print("crashy: about to abort", file=sys.stderr, flush=True)
+            os.abort()
+        if behaviour == "segfault":
+            ctypes.string_at(0)
+        if behaviour == "hang":
+            while True:
+                time.sleep(1)
+        if behaviour == "diverge":
+            return {"value": case.params["value"] ^ 1}
+        if behaviour == "slow":
+            time.sleep(float(os.environ.get("CRASHY_SLOW_S", "0.05")))
+        return {"value": case.params["value"]}
+
+
+class UnavailableTarget(Target):
+    name = "test.unavailable"
+
+    def availability(self):
+        from harness.target import Availability
+
+        return Availability(False, "needs hardware this machine does not have")
+
+    def generate(self, source):
+        return {}
