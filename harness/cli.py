@@ -215,13 +215,17 @@ def _case_from_argument(args: argparse.Namespace) -> tuple[Case, str | None, dic
     if not re.fullmatch(r".+/\d+/\d+", args.case):
         raise UsageError(f"{args.case!r} is neither a file nor a case id TARGET/SEED/INDEX")
     target_name, seed, index = args.case.rsplit("/", 2)
+    spec = args.target or target_name
     if (Path(args.out) / DB_NAME).exists():
-        found = Store(args.out, create=False).find(args.case)
+        store = Store(args.out, create=False)
+        for candidate in store.meta().get("targets", []):  # the campaign's own spec for this name
+            if ":" in candidate and not args.target and _load(candidate).name == target_name:
+                spec = candidate
+        found = store.find(args.case)
         if found:
             case, report_path = found
             report = json.loads(Path(report_path).read_text()) if report_path and Path(report_path).exists() else None
-            return case, args.target or (report or {}).get("target_spec") or case.target, report
-    spec = args.target or target_name
+            return case, spec, report
     return make_case(_load(spec), int(seed), int(index)), spec, None
 
 
@@ -295,8 +299,15 @@ def cmd_targets(args: argparse.Namespace) -> int:
 # ---- entry point ------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: no usage dump, a pointer to --help."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="layoutfuzz",
         description="Differential testing of GPU tensor layouts: generated cases, an F2/PTX oracle, "
         "systems under test run in isolated workers, every divergence stored and reproducible.",

@@ -56,3 +56,19 @@ class UnavailableTarget(Target):
 
     def generate(self, source):
         return {}
+
+
+class SlowTarget(Target):
+    """Every case passes after a short sleep: campaigns long enough to kill mid-way."""
+
+    name = "test.slow"
+
+    def generate(self, source):
+        return {"value": source.integer(0, 1 << 20)}
+
+    def expected(self, case):
+        return case.params["value"]
+
+    def observed(self, case):
+        time.sleep(0.05)
+        return case.params["value"]

@@ -1,0 +1,160 @@
+"""The command line as a user drives it: run, reproduce, table, targets, bad input, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CRASHY = "tests.crashy_target:CrashyTarget"
+
+
+def layoutfuzz(*args: str, cwd: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    environment = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], cwd=cwd, env=environment, capture_output=True, text=True,
+        timeout=timeout,
+    )
+
+
+def test_run_then_reproduce_every_report(tmp_path):
+    run = layoutfuzz("run", "--target", CRASHY, "--cases", "12", "--timeout", "2", "--jobs", "2", "-q",
+                     "--out", "out", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "| test.crashy" in run.stdout and "(all)" in run.stdout
+    reports = sorted((tmp_path / "out" / "reports").glob("*.json"))
+    # indices 0..11 cycle through 6 behaviours: abort, segfault, hang, diverge are reported, twice each
+    assert len(reports) == 8
+    outcomes = {}
+    for path in reports:
+        report = json.loads(path.read_text())
+        outcomes[report["case"]["index"]] = report["outcome"]
+        assert report["reproduce"] == f"layoutfuzz reproduce {Path('out', 'reports', path.name)}"
+        assert report["versions"]["python"] and report["bucket"]
+    assert outcomes == {1: "crash", 2: "crash", 3: "timeout", 4: "diverge",
+                        7: "crash", 8: "crash", 9: "timeout", 10: "diverge"}
+    for path in reports:
+        if json.loads(path.read_text())["outcome"] == "timeout":
+            continue  # reproducing a hang takes the whole timeout; covered once below
+        again = layoutfuzz("reproduce", str(path), cwd=tmp_path)
+        assert again.returncode == 1, again.stdout + again.stderr
+        assert "-> reproduced" in again.stdout
+    diverged = layoutfuzz("reproduce", "out/reports/test.crashy-0-4.json", cwd=tmp_path)
+    assert "1 mismatch(es)" in diverged.stdout and "value: expected" in diverged.stdout
+    hang = layoutfuzz("reproduce", "out/reports/test.crashy-0-3.json", "--timeout", "1", cwd=tmp_path)
+    assert hang.returncode == 1 and "outcome: timeout" in hang.stdout
+    passing = layoutfuzz("reproduce", "test.crashy/0/0", "--out", "out", cwd=tmp_path)
+    assert passing.returncode == 0 and "outcome: pass" in passing.stdout
+    table = layoutfuzz("table", "--out", "out", "--format", "csv", cwd=tmp_path)
+    assert table.returncode == 0
+    assert "test.crashy,(all),12,4,2,4,2,0,0,33.33" in table.stdout
+    assert (tmp_path / "out" / "table.html").read_text().startswith("<table")
+
+
+def test_triton_campaign_and_reproduce_by_case_id(tmp_path):
+    pytest.importorskip("triton._C.libtriton")
+    run = layoutfuzz("run", "--targets", "triton.linear_layout", "--cases", "60", "-q", "--out", "o", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "triton.linear_layout | (all)" in run.stdout.replace("  ", " ") or "(all)" in run.stdout
+    rows = sqlite3.connect(tmp_path / "o" / "layoutfuzz.sqlite").execute("SELECT COUNT(*) FROM outcomes").fetchone()
+    assert rows == (60,)
+    again = layoutfuzz("reproduce", "triton.linear_layout/0/5", cwd=tmp_path)
+    assert again.returncode == 0 and "outcome: pass" in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--targets", "no.such.target"], "unknown target 'no.such.target'"),
+        (["run", "--target", "no_such_module:Thing"], "cannot load target"),
+        (["run", "--shard", "3/2"], "bad shard"),
+        (["run", "--shard", "x"], "bad shard"),
+        (["run", "--budget", "soon"], "bad duration"),
+        (["run", "--cases", "0"], "must be at least 1"),
+        (["reproduce", "not-a-case"], "neither a file nor a case id"),
+        (["reproduce", "broken.json"], "is not a layoutfuzz report or case"),
+        (["reproduce", "six.json"], "must be a power of two, got 6"),
+        (["table", "--out", "nowhere"], "no campaign in nowhere"),
+        (["run", "--resume", "--out", "nowhere"], "nothing to resume"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    (tmp_path / "broken.json").write_text("{not json")
+    case = {"target": "triton.linear_layout", "seed": 0, "index": 0,
+            "params": {"op": "apply", "kind": "arbitrary",
+                       "layout": {"bases": [["register", [[1]]]], "out_dims": [["dim0", 6]]}}}
+    (tmp_path / "six.json").write_text(json.dumps(case))
+    result = layoutfuzz(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_existing_campaign_is_not_overwritten_silently(tmp_path):
+    first = layoutfuzz("run", "--target", "tests.crashy_target:SlowTarget", "--cases", "2", "-q", "--out", "o",
+                       cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    second = layoutfuzz("run", "--target", "tests.crashy_target:SlowTarget", "--cases", "2", "-q", "--out", "o",
+                        cwd=tmp_path)
+    assert second.returncode == 2 and "--resume" in second.stderr
+    forced = layoutfuzz("run", "--target", "tests.crashy_target:SlowTarget", "--cases", "3", "-q", "--out", "o",
+                        "--force", cwd=tmp_path)
+    assert forced.returncode == 0
+    rows = sqlite3.connect(tmp_path / "o" / "layoutfuzz.sqlite").execute("SELECT COUNT(*) FROM outcomes").fetchone()
+    assert rows == (3,)
+
+
+def test_sigkill_then_resume_loses_nothing_and_repeats_nothing(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    args = [sys.executable, "-m", "harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
+            "--cases", "120", "--jobs", "2", "-q", "--out", "o"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = tmp_path / "o" / "layoutfuzz.sqlite"
+    deadline = time.monotonic() + 60
+    before = []
+    while time.monotonic() < deadline:
+        if db.exists():
+            try:
+                before = sqlite3.connect(db).execute("SELECT idx, recorded_at FROM outcomes").fetchall()
+            except sqlite3.OperationalError:
+                before = []
+            if len(before) >= 20:
+                break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed = dict(sqlite3.connect(db).execute("SELECT idx, recorded_at FROM outcomes").fetchall())
+    assert 20 <= len(killed) < 120, "the campaign must be killed mid-way"
+    assert set(dict(before)) <= set(killed)  # what was seen recorded survived the kill
+
+    resumed = layoutfuzz("run", "--out", "o", "--resume", "-q", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{120 - len(killed)} cases in" in resumed.stderr  # ran only what was missing
+    after = dict(sqlite3.connect(db).execute("SELECT idx, recorded_at FROM outcomes").fetchall())
+    assert sorted(after) == list(range(120))
+    assert all(after[i] == killed[i] for i in killed)  # nothing recorded before was run again
+
+
+def test_targets_lists_availability(tmp_path):
+    result = layoutfuzz("targets", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "triton.linear_layout" in result.stdout
+
+
+def test_unavailable_target_is_unsupported_never_pass(tmp_path):
+    run = layoutfuzz("run", "--target", "tests.crashy_target:UnavailableTarget", "--cases", "5", "-q", "--out", "o",
+                     cwd=tmp_path)
+    assert run.returncode == 0
+    assert "unsupported here: needs hardware" in run.stderr
+    rows = sqlite3.connect(tmp_path / "o" / "layoutfuzz.sqlite").execute("SELECT outcome FROM outcomes").fetchall()
+    assert rows == [("unsupported",)]

@@ -1,0 +1,100 @@
+"""Generators: each kind satisfies its definition, and cases are the same on every machine."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+
+from hypothesis import given
+
+from generators.layouts import LAYOUT_KINDS, sample_layout
+from generators.source import permutation, source_for
+from generators.strategies import distributed_layouts, memory_layouts
+from harness.runner import make_case
+from harness.targets.triton_linear_layout import TritonLinearLayout
+from oracles.linear_layout import LinearLayout
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _is_distributed(layout: LinearLayout) -> bool:
+    nonzero = [c for c in layout.columns if c]
+    return (
+        layout.is_surjective()
+        and all(bin(c).count("1") <= 1 for c in layout.columns)
+        and len(set(nonzero)) == len(nonzero)
+    )
+
+
+@given(distributed_layouts(max_out_bits=10, max_broadcast_bits=3))
+def test_distributed_layouts_satisfy_def_4_10(layout):
+    assert _is_distributed(layout)
+    assert layout.in_dim_names == ("register", "lane", "warp")
+
+
+@given(distributed_layouts(fixed_bits={"lane": 5}, max_out_bits=8))
+def test_distributed_layouts_can_pin_a_warp_of_32_lanes(layout):
+    assert layout.in_dim_size("lane") == 32
+    assert _is_distributed(layout)
+
+
+@given(memory_layouts(max_bits=10))
+def test_memory_layouts_satisfy_def_4_14(layout):
+    assert layout.is_invertible()
+    assert all(1 <= bin(c).count("1") <= 2 for c in layout.columns)
+
+
+def test_every_kind_over_many_seeds():
+    for kind in LAYOUT_KINDS:
+        seen = set()
+        for index in range(200):
+            layout = sample_layout(source_for("test", 0, index), kind)
+            assert layout.total_out_bits <= 12 and 1 <= len(layout.out_dims) <= 3
+            seen.add(layout)
+            if kind == "distributed":
+                assert _is_distributed(layout)
+            elif kind == "memory":
+                assert layout.is_invertible() and all(1 <= bin(c).count("1") <= 2 for c in layout.columns)
+            elif kind == "invertible":
+                assert layout.is_invertible()
+            elif kind == "injective":
+                assert layout.is_injective()
+        assert len(seen) > 150, f"{kind}: too few distinct layouts"
+
+
+def test_memory_layouts_reach_two_bit_columns_and_swizzles():
+    two_bit = sum(
+        any(bin(c).count("1") == 2 for c in sample_layout(source_for("t", 1, i), "memory").columns) for i in range(100)
+    )
+    assert two_bit > 50
+
+
+def test_permutation_is_a_permutation():
+    for i in range(50):
+        p = permutation(source_for("perm", 0, i), i % 9)
+        assert sorted(p) == list(range(i % 9))
+
+
+CASES_DIGEST = """
+import hashlib, sys
+sys.path.insert(0, {root!r})
+from harness.runner import make_case
+from harness.targets.triton_linear_layout import TritonLinearLayout
+t = TritonLinearLayout()
+print(hashlib.sha256("\\n".join(make_case(t, 7, i).to_json() for i in range(300)).encode()).hexdigest())
+"""
+
+
+def test_same_seed_same_cases_byte_for_byte_across_processes():
+    target = TritonLinearLayout()
+    here = hashlib.sha256("\n".join(make_case(target, 7, i).to_json() for i in range(300)).encode()).hexdigest()
+    for hashseed in ("0", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=hashseed)
+        out = subprocess.run(
+            [sys.executable, "-c", CASES_DIGEST.format(root=ROOT)], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip() == here
+    assert make_case(target, 7, 0) != make_case(target, 8, 0)
+    assert make_case(target, 7, 0) == make_case(target, 7, 0)
