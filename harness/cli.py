@@ -15,9 +15,9 @@ from typing import Any
 
 from generators.case import Case
 from harness import registry
-from harness.runner import Result, Runner, Shard, Work, make_case, plan, run_cases
+from harness.runner import Result, Runner, Shard, make_case, plan, run_cases
 from harness.target import OUTCOMES, Outcome, Target
-from reports.report import build_report, bucket_key, environment_versions
+from reports.report import bucket_key, build_report, environment_versions
 from reports.store import DB_NAME, Store, StoreError, report_name
 from reports.tables import FORMATS, pass_rate_table, render, write_tables
 

@@ -18,7 +18,7 @@ from generators.source import Source
 from harness.compare import Comparison, compare_values
 
 
-class Outcome(str, enum.Enum):
+class Outcome(enum.StrEnum):
     """How one case ended."""
 
     PASS = "pass"

@@ -1,0 +1,28 @@
+"""GPU-marked tests are skipped, with the reason, on machines without a CUDA device."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+
+@functools.cache
+def cuda_device_missing() -> str | None:
+    """Why no CUDA device can be used here, or None if one can."""
+    try:
+        from cuda.bindings import runtime
+    except ImportError:
+        return "no CUDA device: cuda-python is not installed"
+    err, count = runtime.cudaGetDeviceCount()
+    if int(err) != 0 or count < 1:
+        return f"no CUDA device (cudaGetDeviceCount: {err}, {count})"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            reason = cuda_device_missing()
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
