@@ -35,7 +35,7 @@ def _layout(in_dims: Sequence[str], in_bits: Sequence[int], outs, columns: Seque
 
 
 def arbitrary_layout(
-    source: Source, in_dims: Sequence[str] = DISTRIBUTED_DIMS, max_in_bits: int = 12, max_out_bits: int = 12,
+    source: Source, in_dims: Sequence[str] = DISTRIBUTED_DIMS, max_in_bits: int = 16, max_out_bits: int = 16,
     max_rank: int = 3, outs: Sequence[tuple[str, int]] | None = None, in_bits: Sequence[int] | None = None,
 ) -> LinearLayout:
     """Any linear map: every basis is a random vector. ``outs``/``in_bits`` pin the dims."""
@@ -48,7 +48,7 @@ def arbitrary_layout(
 
 
 def distributed_layout(
-    source: Source, in_dims: Sequence[str] = DISTRIBUTED_DIMS, max_out_bits: int = 12, max_broadcast_bits: int = 3,
+    source: Source, in_dims: Sequence[str] = DISTRIBUTED_DIMS, max_out_bits: int = 16, max_broadcast_bits: int = 3,
     max_rank: int = 3, fixed_bits: dict[str, int] | None = None, outs: Sequence[tuple[str, int]] | None = None,
 ) -> LinearLayout:
     """Def 4.10: surjective; each column has at most one bit; no repeated non-zero column.
@@ -79,7 +79,7 @@ def distributed_layout(
 
 
 def memory_layout(
-    source: Source, in_dim: str = "offset", max_bits: int = 12, max_rank: int = 3
+    source: Source, in_dim: str = "offset", max_bits: int = 16, max_rank: int = 3
 ) -> LinearLayout:
     """Def 4.14: invertible, every column with one or two bits.
 
@@ -106,7 +106,7 @@ def _invertible_columns(source: Source, n: int) -> list[int]:
 
 
 def invertible_layout(
-    source: Source, in_dims: Sequence[str] = ("offset",), max_bits: int = 12, max_rank: int = 3
+    source: Source, in_dims: Sequence[str] = ("offset",), max_bits: int = 16, max_rank: int = 3
 ) -> LinearLayout:
     """A random invertible map (any bits per column)."""
     n = source.integer(0, max_bits)
@@ -115,7 +115,7 @@ def invertible_layout(
 
 
 def injective_layout(
-    source: Source, in_dims: Sequence[str] = DISTRIBUTED_DIMS, max_out_bits: int = 12, max_rank: int = 3
+    source: Source, in_dims: Sequence[str] = DISTRIBUTED_DIMS, max_out_bits: int = 16, max_rank: int = 3
 ) -> LinearLayout:
     """A random injective map: the first columns of an invertible matrix."""
     n = source.integer(0, max_out_bits)
@@ -124,7 +124,7 @@ def injective_layout(
     return _layout(in_dims, split_bits(source, k, len(in_dims)), outs, _invertible_columns(source, n)[:k])
 
 
-def sample_layout(source: Source, kind: str, max_bits: int = 12, in_dims: Sequence[str] | None = None) -> LinearLayout:
+def sample_layout(source: Source, kind: str, max_bits: int = 16, in_dims: Sequence[str] | None = None) -> LinearLayout:
     """A layout of the named kind with at most ``max_bits`` output bits."""
     if kind == "arbitrary":
         return arbitrary_layout(source, in_dims or DISTRIBUTED_DIMS, max_bits, max_bits)

@@ -167,8 +167,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     what = f"{len(runnable)} target(s), seed {seed}, shard {shard}, " + (
         f"{cases} cases" if cases else "no case limit") + (f", budget {budget:g} s" if budget else "")
     print(f"layoutfuzz: {what}, {args.jobs} worker(s) -> {store.directory}", file=sys.stderr)
-    progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=args.quiet or None,
-                    file=sys.stderr, dynamic_ncols=True)
+    interactive = sys.stderr.isatty()  # in CI logs: a progress line every 30 s instead of a live bar
+    progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=args.quiet,
+                    file=sys.stderr, dynamic_ncols=interactive, mininterval=0.1 if interactive else 30)
     recorder = Recorder(store, name_to_spec, versions, progress)
     work = plan(runnable, seed, shard, cases, lambda t, i: (t, seed, i) in done)
     deadline = time.monotonic() + budget if budget else None

@@ -158,3 +158,27 @@ def test_unavailable_target_is_unsupported_never_pass(tmp_path):
     assert "unsupported here: needs hardware" in run.stderr
     rows = sqlite3.connect(tmp_path / "o" / "layoutfuzz.sqlite").execute("SELECT outcome FROM outcomes").fetchall()
     assert rows == [("unsupported",)]
+
+
+def test_ctrl_c_stops_keeps_everything_and_says_how_to_resume(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    args = [sys.executable, "-m", "harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
+            "--cases", "400", "--jobs", "2", "-q", "--out", "o"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    db = tmp_path / "o" / "layoutfuzz.sqlite"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if db.exists() and sqlite3.connect(db).execute("SELECT COUNT(*) FROM outcomes").fetchone()[0] >= 10:
+                break
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted; continue with: layoutfuzz run --out o --resume" in err
+    assert "| test.slow" in out  # the table of what ran is still printed
+    recorded = sqlite3.connect(db).execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
+    assert 10 <= recorded < 400
