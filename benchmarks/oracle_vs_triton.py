@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from generators.layouts import distributed_layout  # noqa: E402
 from generators.source import source_for  # noqa: E402
-from harness.targets.triton_linear_layout import to_triton  # noqa: E402
+from harness.targets.triton_linear_layout import apply_all, to_triton  # noqa: E402
 
 
 def _best(fn, repeat: int) -> float:
@@ -28,19 +28,6 @@ def _best(fn, repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
-
-
-def triton_table(tt, layout):
-    names = layout.in_dim_names
-    widths = [len(b) for _, b in layout.in_dims]
-    out = []
-    for flat in range(1 << layout.total_in_bits):
-        point, shift = {}, 0
-        for n, w in zip(names, widths):
-            point[n] = flat >> shift & ((1 << w) - 1)
-            shift += w
-        out.append(tt.apply(point))
-    return out
 
 
 def main() -> None:
@@ -59,7 +46,7 @@ def main() -> None:
                                         fixed_bits={"register": bits - 5 - warps, "lane": 5, "warp": warps})
             tt = to_triton(layout)
             oracle_s += _best(layout.apply_all, 5)
-            triton_s += _best(lambda tt=tt, layout=layout: triton_table(tt, layout), 1 if bits >= 16 else 3)
+            triton_s += _best(lambda tt=tt, layout=layout: apply_all(tt, layout), 1 if bits >= 16 else 3)
         oracle_s /= args.layouts
         triton_s /= args.layouts
         print(f"| {bits} | {1 << bits} | {oracle_s:.6f} | {triton_s:.4f} | {triton_s / oracle_s:.0f}x |", flush=True)

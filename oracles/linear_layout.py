@@ -109,6 +109,12 @@ class LinearLayout:
         return cls(tuple(result), tuple((n, int(s)) for n, s in out_dims))
 
     @classmethod
+    def identity(cls, dims: Sequence[tuple[str, int]]) -> LinearLayout:
+        """The identity on named dims (each input dim maps to the output dim of the same name)."""
+        bits = sum(log2_exact(size) for _, size in dims)
+        return cls.from_columns(dims, dims, [1 << k for k in range(bits)])
+
+    @classmethod
     def identity_1d(cls, size: int, in_dim: str, out_dim: str) -> LinearLayout:
         """x -> x from a dim of ``size`` to another."""
         return cls.strided_1d(size, 1, in_dim, out_dim)

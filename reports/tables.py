@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.target import OUTCOMES
+from reports.store import write_atomically
 
 FORMATS = ("md", "csv", "html")
 
@@ -41,8 +42,6 @@ def render(table: pd.DataFrame, fmt: str) -> str:
 
 def write_tables(table: pd.DataFrame, directory: Path) -> list[Path]:
     """Writes ``table.md``, ``table.csv`` and ``table.html`` into ``directory``."""
-    from reports.store import write_atomically
-
     paths = []
     for fmt in FORMATS:
         path = directory / f"table.{fmt}"

@@ -118,11 +118,6 @@ def _table(layout: LinearLayout) -> np.ndarray:
     return layout.table()
 
 
-def _identity(dims) -> LinearLayout:
-    bits = sum(s.bit_length() - 1 for _, s in dims)
-    return LinearLayout.from_columns(dims, dims, [1 << k for k in range(bits)])
-
-
 @given(arbitrary_layouts(max_in_bits=8, max_out_bits=8), st.data())
 def test_compose_is_matrix_product_and_associative(inner, data):
     names = list(inner.out_dim_names)
@@ -178,7 +173,7 @@ def test_product_with_shared_dims_stacks_self_minor(a, b):
 @given(st.one_of(distributed_layouts(max_out_bits=8), memory_layouts(max_bits=8), invertible_layouts(max_bits=8)))
 def test_right_inverse_is_a_right_inverse(layout):
     right = layout.right_inverse()
-    assert np.array_equal(_table(right.compose(layout)), _table(_identity(layout.out_dims)))
+    assert np.array_equal(_table(right.compose(layout)), _table(LinearLayout.identity(layout.out_dims)))
 
 
 @given(distributed_layouts(max_out_bits=8))
@@ -197,7 +192,7 @@ def test_right_inverse_of_distributed_reads_first_copy(layout):
 def test_invert_twice_is_identity_and_inverse_on_both_sides(layout):
     inverse = layout.invert()
     assert inverse.invert() == layout
-    assert np.array_equal(_table(layout.compose(inverse)), _table(_identity(layout.in_sizes)))
+    assert np.array_equal(_table(layout.compose(inverse)), _table(LinearLayout.identity(layout.in_sizes)))
 
 
 @given(arbitrary_layouts(max_in_bits=8, max_out_bits=8))

@@ -58,6 +58,20 @@ def from_triton(tt) -> dict[str, Any]:
     return {"bases": [[n, [list(b) for b in bs]] for n, bs in tt.bases], "out_dims": [[n, s] for n, s in tt.out_dims]}
 
 
+def apply_all(tt, layout: LinearLayout) -> dict[str, np.ndarray]:
+    """Triton's image of every packed input of ``layout`` (its binding applies one point a call)."""
+    values = {n: np.zeros(1 << layout.total_in_bits, dtype=np.int64) for n in layout.out_dim_names}
+    widths = [(n, len(b)) for n, b in layout.in_dims]
+    for flat in range(1 << layout.total_in_bits):
+        point, shift = {}, 0
+        for n, w in widths:
+            point[n] = flat >> shift & ((1 << w) - 1)
+            shift += w
+        for n, v in tt.apply(point).items():
+            values[n][flat] = v
+    return values
+
+
 def _surjective(source: Source, kind: str, max_bits: int, **kw: Any) -> LinearLayout:
     """A surjective layout of ``kind``; arbitrary draws are retried (then made distributed)."""
     for _ in range(8):
@@ -191,17 +205,7 @@ class TritonLinearLayout(Target):
         layout = LinearLayout.from_dict(p["layout"])
         tt = to_triton(layout)
         if op == "apply":
-            values = {n: np.zeros(1 << layout.total_in_bits, dtype=np.int64) for n in layout.out_dim_names}
-            names = layout.in_dim_names
-            widths = [len(b) for _, b in layout.in_dims]
-            for flat in range(1 << layout.total_in_bits):
-                point, shift = {}, 0
-                for n, w in zip(names, widths):
-                    point[n] = flat >> shift & ((1 << w) - 1)
-                    shift += w
-                for n, v in tt.apply(point).items():
-                    values[n][flat] = v
-            return {"out_dims": [[n, s] for n, s in tt.out_dims], "values": values}
+            return {"out_dims": [[n, s] for n, s in tt.out_dims], "values": apply_all(tt, layout)}
         if op == "predicates":
             return {"injective": tt.is_injective(), "surjective": tt.is_surjective(), "invertible": tt.is_invertible()}
         if op == "matrix_view":
@@ -237,9 +241,7 @@ class TritonLinearLayout(Target):
         if not dims.ok:
             return dims
         if op == "pseudoinvert":
-            identity = LinearLayout.from_columns(layout.out_dims, layout.out_dims,
-                                                 [1 << k for k in range(layout.total_out_bits)])
-            verdict = compare_values(identity.table(), got.compose(layout).table())
+            verdict = compare_values(LinearLayout.identity(layout.out_dims).table(), got.compose(layout).table())
         else:
             outer = LinearLayout.from_dict(case.params["outer"])
             verdict = compare_values(layout.table(), got.compose(outer).table())
