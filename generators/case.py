@@ -13,6 +13,15 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def parse_case_id(text: str) -> tuple[str, int, int] | None:
+    """(target, seed, index) of ``TARGET/SEED/INDEX``, or None if ``text`` is not one."""
+    target, sep1, rest = text.rpartition("/")
+    target, sep2, seed = target.rpartition("/")
+    if not (sep1 and sep2 and target and seed.isdigit() and rest.isdigit()):
+        return None
+    return target, int(seed), int(rest)
+
+
 @dataclass(frozen=True)
 class Case:
     """A case: the same (target, seed, index) gives the same params on every machine.

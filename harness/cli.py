@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from generators.case import Case
+from generators.case import Case, parse_case_id
 from harness import registry
 from harness.runner import Result, Runner, Shard, make_case, plan, run_cases
 from harness.target import OUTCOMES, Outcome, Target
@@ -77,6 +77,11 @@ def _load(spec: str) -> Target:
         raise UsageError(str(exc)) from None
 
 
+def _specs_by_name(targets: list[tuple[str, Target]]) -> dict[str, str]:
+    """Target name -> the spec it was loaded from."""
+    return {target.name: spec for spec, target in targets}
+
+
 def _prepare_store(args: argparse.Namespace) -> tuple[Store, dict[str, Any]]:
     out = Path(args.out)
     existing = (out / DB_NAME).exists()
@@ -117,18 +122,12 @@ class Recorder:
         self.counts: Counter[str] = Counter()
 
     def __call__(self, result: Result) -> None:
-        bucket = bucket_key(result)
         report = None
         if result.outcome is not Outcome.PASS:
             path = Path(self.store.directory, "reports", report_name(result.case))
-            report = build_report(result, self.versions.get(result.case.target, {}), path)
-            report["target_spec"] = self.specs.get(result.case.target, result.case.target)
-        self.store.record(
-            {"case": result.case, "family": result.family, "outcome": result.outcome.value,
-             "detail": result.detail, "signature": result.signature, "bucket": bucket,
-             "mismatch_count": result.mismatch_count, "duration_s": result.duration_s},
-            report,
-        )
+            spec = self.specs.get(result.case.target, result.case.target)
+            report = build_report(result, self.versions.get(result.case.target, {}), path, spec)
+        self.store.record(result, bucket_key(result), report)
         self.counts[result.outcome.value] += 1
         if self.progress is not None:
             self.progress.update(1)
@@ -146,11 +145,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     seed, shard, cases = int(meta["seed"]), Shard.parse(meta["shard"]), meta.get("cases")
     budget = args.budget if args.budget is not None else (None if cases else DEFAULT_BUDGET_S)
     env = environment_versions()
-    versions, runnable = {}, []
+    versions = {target.name: env | dict(target.versions()) for _, target in targets}
+    recorder = Recorder(store, _specs_by_name(targets), versions, None)
+    runnable = []
     done = store.recorded()
     first = next(shard.indices(cases), None)
     for spec, target in targets:
-        versions[target.name] = env | dict(target.versions())
         availability = target.availability()
         if availability.available:
             runnable.append((spec, target))
@@ -158,10 +158,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{target.name}: unsupported here: {availability.reason}", file=sys.stderr)
         if first is not None and (target.name, seed, first) not in done:
             case = make_case(target, seed, first)
-            unsupported = Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason)
-            Recorder(store, {target.name: spec}, versions, None)(unsupported)
+            recorder(Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason))
 
-    name_to_spec = {t.name: s for s, t in targets}
     total = None if cases is None else sum(1 for _ in shard.indices(cases)) * len(runnable)
     already = sum(1 for (t, s, _) in done if s == seed and t in {x.name for _, x in runnable})
     what = f"{len(runnable)} target(s), seed {seed}, shard {shard}, " + (
@@ -170,7 +168,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     interactive = sys.stderr.isatty()  # in CI logs: a progress line every 30 s instead of a live bar
     progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=args.quiet,
                     file=sys.stderr, dynamic_ncols=interactive, mininterval=0.1 if interactive else 30)
-    recorder = Recorder(store, name_to_spec, versions, progress)
+    recorder.progress = progress
     work = plan(runnable, seed, shard, cases, lambda t, i: (t, seed, i) in done)
     deadline = time.monotonic() + budget if budget else None
     started = time.monotonic()
@@ -213,21 +211,22 @@ def _case_from_argument(args: argparse.Namespace) -> tuple[Case, str | None, dic
             raise UsageError(f"{path} is not a layoutfuzz report or case: {exc}") from None
         spec = args.target or (report or {}).get("target_spec") or case.target
         return case, spec, report
-    if not re.fullmatch(r".+/\d+/\d+", args.case):
+    key = parse_case_id(args.case)
+    if key is None:
         raise UsageError(f"{args.case!r} is neither a file nor a case id TARGET/SEED/INDEX")
-    target_name, seed, index = args.case.rsplit("/", 2)
+    target_name, seed, index = key
     spec = args.target or target_name
     if (Path(args.out) / DB_NAME).exists():
         store = Store(args.out, create=False)
-        for candidate in store.meta().get("targets", []):  # the campaign's own spec for this name
-            if ":" in candidate and not args.target and _load(candidate).name == target_name:
-                spec = candidate
+        if not args.target:  # the campaign's own spec for this name
+            campaign = [(s, _load(s)) for s in store.meta().get("targets", [])]
+            spec = _specs_by_name(campaign).get(target_name, spec)
         found = store.find(args.case)
         if found:
             case, report_path = found
             report = json.loads(Path(report_path).read_text()) if report_path and Path(report_path).exists() else None
             return case, spec, report
-    return make_case(_load(spec), int(seed), int(index)), spec, None
+    return make_case(_load(spec), seed, index), spec, None
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

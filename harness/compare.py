@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,6 @@ class Comparison:
     mismatches: tuple[str, ...] = ()
     signature: str = ""
     note: str = ""
-    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _walk(expected: Any, observed: Any, path: str, out: list[str], count: list[int], kinds: set[str]) -> None:

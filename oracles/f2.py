@@ -62,13 +62,9 @@ class EchelonBasis:
         """
         combination = 0
         while vector:
-            top = vector.bit_length() - 1
-            row = self.rows.get(top)
-            if row is None:
-                vector ^= 1 << top
-                continue
-            vector ^= row[0]
-            combination ^= row[1]
+            vector, combination = self.reduce(vector, combination)
+            if vector:
+                vector ^= 1 << (vector.bit_length() - 1)  # a component outside the span
         return combination
 
     @property
@@ -106,8 +102,3 @@ def solve(columns: Sequence[int], targets: Sequence[int]) -> list[int] | None:
             return None
         solution.append(combination)
     return solution
-
-
-def weight(value: int) -> int:
-    """Hamming weight: the number of 1 bits."""
-    return bin(value).count("1")

@@ -234,7 +234,7 @@ class LinearLayout:
             if size > osize:
                 raise LayoutError(f"cannot compose: {name!r} has size {size} but outer takes {osize}")
         # Embed self's packed outputs into outer's packed inputs, then multiply.
-        embed = _reembed(self.out_bits, tuple(s.bit_length() - 1 for _, s in outer.in_sizes))
+        embed = _reembed(self.out_dims, outer.in_sizes)
         inner = [embed(c) for c in self.columns]
         return self._with_columns(f2.multiply(outer.columns, inner), out_dims=outer.out_dims)
 
@@ -330,7 +330,7 @@ class LinearLayout:
         """
         if set(self.out_dim_names) != set(outer.out_dim_names):
             raise LayoutError(f"output dims differ: {list(self.out_dim_names)} vs {list(outer.out_dim_names)}")
-        embed = _reembed_named(self.out_dims, outer.out_dims)
+        embed = _reembed(self.out_dims, outer.out_dims)
         targets = [embed(c) for c in self.columns]
         solution = f2.solve(outer.columns, targets)
         if solution is None:
@@ -420,16 +420,7 @@ def _unpack(value: int, out_bits: Sequence[int]) -> Basis:
     return tuple(coords)
 
 
-def _reembed(src_bits: Sequence[int], dst_bits: Sequence[int]):
-    """Moves packed coordinates from one dim packing to a wider one with the same dims."""
-
-    def embed(value: int) -> int:
-        return _pack(_unpack(value, src_bits), dst_bits)
-
-    return embed
-
-
-def _reembed_named(src: Sequence[OutDim], dst: Sequence[OutDim]):
+def _reembed(src: Sequence[OutDim], dst: Sequence[OutDim]):
     """Moves packed coordinates between packings of the same named dims in another order."""
     src_bits = [s.bit_length() - 1 for _, s in src]
     dst_bits = [s.bit_length() - 1 for _, s in dst]

@@ -42,7 +42,9 @@ def bucket_key(result: Result) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def build_report(result: Result, versions: Mapping[str, str], report_path: Path | None) -> dict[str, Any]:
+def build_report(
+    result: Result, versions: Mapping[str, str], report_path: Path | None, target_spec: str
+) -> dict[str, Any]:
     """Everything needed to understand and reproduce one non-pass outcome."""
     target = result.case.target
     reproduce = f"layoutfuzz reproduce {report_path}" if report_path else f"layoutfuzz reproduce {result.case.case_id}"
@@ -51,6 +53,7 @@ def build_report(result: Result, versions: Mapping[str, str], report_path: Path 
         "case_id": result.case.case_id,
         "case": result.case.to_dict(),
         "target": target,
+        "target_spec": target_spec,
         "family": result.family,
         "outcome": result.outcome.value,
         "detail": result.detail,

@@ -16,7 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from generators.case import Case
+from generators.case import Case, parse_case_id
+from harness.runner import Result
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -94,9 +95,9 @@ class Store:
         """(target, seed, index) of every recorded case."""
         return set(self.db.execute("SELECT target, seed, idx FROM outcomes"))
 
-    def record(self, row: Mapping[str, Any], report: Mapping[str, Any] | None) -> Path | None:
+    def record(self, result: Result, bucket: str, report: Mapping[str, Any] | None) -> Path | None:
         """Stores one outcome; a report, if given, goes to ``reports/`` first."""
-        case: Case = row["case"]
+        case = result.case
         path = None
         if report is not None:
             path = self.directory / "reports" / report_name(case)
@@ -105,8 +106,8 @@ class Store:
             "INSERT OR REPLACE INTO outcomes (target, seed, idx, family, outcome, detail, signature, bucket,"
             " mismatch_count, duration_s, case_json, report) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                case.target, case.seed, case.index, row["family"], row["outcome"], row["detail"], row["signature"],
-                row["bucket"], row["mismatch_count"], row["duration_s"], case.to_json(),
+                case.target, case.seed, case.index, result.family, result.outcome.value, result.detail,
+                result.signature, bucket, result.mismatch_count, result.duration_s, case.to_json(),
                 str(path.relative_to(self.directory)) if path else None,
             ),
         )
@@ -122,11 +123,8 @@ class Store:
 
     def find(self, case_id: str) -> tuple[Case, str | None] | None:
         """The case stored under ``TARGET/SEED/INDEX`` and its report path, if any."""
-        target, _, rest = case_id.rpartition("/")
-        target, _, seed = target.rpartition("/")
-        try:
-            key = (target, int(seed), int(rest))
-        except ValueError:
+        key = parse_case_id(case_id)
+        if key is None:
             return None
         row = self.db.execute("SELECT case_json, report FROM outcomes WHERE target=? AND seed=? AND idx=?", key).fetchone()
         if row is None:
