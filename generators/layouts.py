@@ -79,15 +79,19 @@ def distributed_layout(
 
 
 def memory_layout(
-    source: Source, in_dim: str = "offset", max_bits: int = 16, max_rank: int = 3
+    source: Source, in_dim: str = "offset", max_bits: int = 16, max_rank: int = 3,
+    outs: Sequence[tuple[str, int]] | None = None,
 ) -> LinearLayout:
     """Def 4.14: invertible, every column with one or two bits.
 
     Such matrices are exactly forests on the output bits with one root per tree: a root
     column is a unit vector, any other is its bit plus its parent's. Every one can be drawn.
     """
-    n = source.integer(0, max_bits)
-    outs = out_dims(source, n, max_rank)
+    if outs is None:
+        n = source.integer(0, max_bits)
+        outs = out_dims(source, n, max_rank)
+    else:
+        n = sum(size.bit_length() - 1 for _, size in outs)
     order = permutation(source, n)
     columns = []
     for i, bit in enumerate(order):

@@ -11,6 +11,9 @@ ENTRY_POINT_GROUP = "layoutfuzz.targets"
 
 BUILTIN: dict[str, str] = {
     "triton.linear_layout": "harness.targets.triton_linear_layout:TritonLinearLayout",
+    "triton.layouts": "harness.targets.triton_layouts:TritonLayouts",
+    "triton.bank_conflicts": "harness.targets.triton_bank_conflicts:TritonBankConflicts",
+    "triton.compile": "harness.targets.triton_compile:TritonCompile",
 }
 
 

@@ -46,6 +46,7 @@ class Result:
     mismatches: tuple[str, ...] = ()
     signature: str = ""
     duration_s: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)  # per-case measurements (PTX counts, ...)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,8 @@ def evaluate(spec: str, case_json: str) -> dict[str, Any]:
         phase = "the system under test"
         observed = target.observed(case)
         result["observed"] = to_jsonable(observed)
+        phase = "the target's metrics"
+        result["metrics"] = {str(k): float(v) for k, v in target.metrics(case, observed).items()}
         phase = "the comparison"
         verdict = target.compare(case, expected, observed)
     except Unsupported as exc:
@@ -209,6 +212,7 @@ class Runner:
             tuple(data.get("mismatches", ())),
             data.get("signature", ""),
             data.get("duration_s", elapsed),
+            data.get("metrics") or {},
         )
 
     def _crash_detail(self, exc: ProcessExpired) -> str:

@@ -78,6 +78,10 @@ class Target:
         """The system under test's answer (runs in an isolated worker process)."""
         raise NotImplementedError
 
+    def metrics(self, case: Case, observed: Any) -> Mapping[str, float]:
+        """Numbers measured on this case (e.g. instruction counts), averaged per family in tables."""
+        return {}
+
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
         """Whether they agree; the default is exact equality, element by element."""
         return compare_values(expected, observed)

@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
     duration_s REAL NOT NULL,
     case_json TEXT NOT NULL,
     report TEXT,
+    metrics TEXT,
     recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
     PRIMARY KEY (target, seed, idx)
 );
@@ -74,6 +75,9 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(outcomes)")}
+        if "metrics" not in columns:  # stores written before metrics existed
+            self.db.execute("ALTER TABLE outcomes ADD COLUMN metrics TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -104,11 +108,12 @@ class Store:
             write_atomically(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
         self.db.execute(
             "INSERT OR REPLACE INTO outcomes (target, seed, idx, family, outcome, detail, signature, bucket,"
-            " mismatch_count, duration_s, case_json, report) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            " mismatch_count, duration_s, case_json, report, metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 case.target, case.seed, case.index, result.family, result.outcome.value, result.detail,
                 result.signature, bucket, result.mismatch_count, result.duration_s, case.to_json(),
                 str(path.relative_to(self.directory)) if path else None,
+                json.dumps(result.metrics, sort_keys=True) if result.metrics else None,
             ),
         )
         return path
@@ -116,7 +121,7 @@ class Store:
     def frame(self) -> pd.DataFrame:
         """Every outcome as a DataFrame."""
         return pd.read_sql_query(
-            "SELECT target, seed, idx, family, outcome, detail, bucket, mismatch_count, duration_s, report"
+            "SELECT target, seed, idx, family, outcome, detail, bucket, mismatch_count, duration_s, report, metrics"
             " FROM outcomes ORDER BY target, seed, idx",
             self.db,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -26,13 +27,31 @@ def pass_rate_table(outcomes: pd.DataFrame) -> pd.DataFrame:
     table.insert(0, "cases", table.sum(axis=1))
     ran = table["cases"] - table["unsupported"]
     table["pass rate %"] = (100 * table["pass"] / ran.where(ran > 0)).round(2)
+    means = _metric_means(outcomes)
+    if means is not None:
+        table = table.join(means)
+        columns += list(means.columns)
     return table.reset_index()[columns]
+
+
+def _metric_means(outcomes: pd.DataFrame) -> pd.DataFrame | None:
+    """Mean of each per-case metric by (target, family) and by target, or None if none were recorded."""
+    if "metrics" not in outcomes or outcomes["metrics"].isna().all():
+        return None
+    parsed = pd.json_normalize([json.loads(m) if isinstance(m, str) else {} for m in outcomes["metrics"]])
+    parsed.columns = [f"mean {c}" for c in parsed.columns]
+    parsed.index = outcomes.index
+    frame = pd.concat([outcomes[["target", "family"]], parsed], axis=1)
+    by_family = frame.groupby(["target", "family"]).mean(numeric_only=True)
+    by_target = frame.drop(columns="family").groupby("target").mean(numeric_only=True)
+    by_target.index = pd.MultiIndex.from_tuples([(t, "(all)") for t in by_target.index], names=["target", "family"])
+    return pd.concat([by_family, by_target]).round(2)
 
 
 def render(table: pd.DataFrame, fmt: str) -> str:
     """The table as Markdown, CSV or HTML."""
     if fmt == "md":
-        return table.to_markdown(index=False, floatfmt=".2f")
+        return table.to_markdown(index=False, floatfmt=".2f", missingval="-")
     if fmt == "csv":
         return table.to_csv(index=False)
     if fmt == "html":

@@ -7,13 +7,14 @@ import os
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given
 
 from generators.layouts import LAYOUT_KINDS, sample_layout
 from generators.source import permutation, source_for
 from generators.strategies import distributed_layouts, memory_layouts
+from harness import registry
 from harness.runner import make_case
-from harness.targets.triton_linear_layout import TritonLinearLayout
 from oracles.linear_layout import LinearLayout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -80,21 +81,25 @@ def test_permutation_is_a_permutation():
 CASES_DIGEST = """
 import hashlib, sys
 sys.path.insert(0, {root!r})
+from harness import registry
 from harness.runner import make_case
-from harness.targets.triton_linear_layout import TritonLinearLayout
-t = TritonLinearLayout()
+t = registry.load({target!r})
 print(hashlib.sha256("\\n".join(make_case(t, 7, i).to_json() for i in range(300)).encode()).hexdigest())
 """
 
 
-def test_same_seed_same_cases_byte_for_byte_across_processes():
-    target = TritonLinearLayout()
+@pytest.mark.parametrize("name", ["triton.linear_layout", "triton.layouts", "triton.bank_conflicts", "triton.compile"])
+def test_same_seed_same_cases_byte_for_byte_across_processes(name):
+    target = registry.load(name)
     here = hashlib.sha256("\n".join(make_case(target, 7, i).to_json() for i in range(300)).encode()).hexdigest()
     for hashseed in ("0", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=hashseed)
         out = subprocess.run(
-            [sys.executable, "-c", CASES_DIGEST.format(root=ROOT)], env=env, capture_output=True, text=True, check=True
+            [sys.executable, "-c", CASES_DIGEST.format(root=ROOT, target=name)], env=env, capture_output=True, text=True,
+            check=True,
         )
         assert out.stdout.strip() == here
-    assert make_case(target, 7, 0) != make_case(target, 8, 0)
+    assert [make_case(target, 7, i) for i in range(5)] != [make_case(target, 8, i) for i in range(5)]
     assert make_case(target, 7, 0) == make_case(target, 7, 0)
+    for i in range(100):  # and every generated case is valid for its oracle
+        target.validate(make_case(target, 7, i))

@@ -1,0 +1,29 @@
+"""Samplers of TMA tiled boxes: every swizzle mode, element size and stride, and destinations
+on and off the swizzle pattern's repeat (every base offset)."""
+
+from __future__ import annotations
+
+from generators.source import Source
+from oracles.tma import SwizzleMode, TiledBox
+
+
+def tiled_box(source: Source) -> TiledBox:
+    """A valid tiled-mode box: rank 1-5, inner dimension within the swizzle span."""
+    mode = source.choice(list(SwizzleMode))
+    element_bytes = source.choice((1, 2, 4, 8, 16))
+    rank = source.integer(1, 5)
+    span = mode.spec.span or 256 * element_bytes
+    # element strides on the outer dims only: how a strided innermost dim lands is unspecified
+    strides = [1] + [source.choice((1, 1, 1, 2, 3, 4, 8)) for _ in range(rank - 1)]
+    # inner dim: a multiple of 16 bytes within the span, after the element stride
+    max_units = max(1, min(span, 256 * element_bytes) // 16)
+    units = source.integer(1, max_units)
+    if mode is SwizzleMode.B96 and units * 16 > 96:
+        units = 6
+    loaded_inner = max(1, units * 16 // element_bytes)
+    inner = min(256, loaded_inner)
+    outer = [source.integer(1, 256 // (4 ** (rank - 1))) if rank > 1 else 1 for _ in range(rank - 1)]
+    box = [inner, *[max(1, o) for o in outer]]
+    repeat = max(mode.spec.repeat, mode.spec.alignment)
+    dst = repeat * source.integer(0, 63) + mode.spec.alignment * source.integer(0, max(0, repeat // mode.spec.alignment - 1))
+    return TiledBox(tuple(box), element_bytes, tuple(strides), mode, dst)

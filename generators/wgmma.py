@@ -1,0 +1,54 @@
+"""Samplers of wgmma canonical layouts and descriptors over the whole valid field space.
+
+Covers what CUTLASS, DeepGEMM and ThunderKittens never produce: pattern starts off the
+1024/512/256-byte repeat (base offsets 1-7), start addresses inside a pattern, any LBO where
+PTX says it is ignored, repeat counts m and k, and 8- to 64-bit elements.
+"""
+
+from __future__ import annotations
+
+from generators.source import Source
+from oracles.wgmma import ELEMENT_BITS, CanonicalLayout, Major, MatrixDescriptor, SwizzleMode
+
+SMEM_BYTES = 1 << 18  # the 18 address bits a descriptor can name
+
+
+def canonical_layout(source: Source) -> CanonicalLayout:
+    """A canonical layout (any major-ness, swizzle, element width, m, k, LBO, SBO, start)."""
+    major = source.choice(list(Major))
+    mode = source.choice(list(SwizzleMode))
+    bits = source.choice([b for b in ELEMENT_BITS if b >= 8])
+    W = mode.width
+    m = 1 << source.integer(0, 3)
+    # K-major swizzled rows hold W units; 2k units per row must fit (k <= W/2)
+    k = 1 << source.integer(0, max(0, (W // 2).bit_length() - 1)) if major is Major.K and mode is not SwizzleMode.NONE else 1 << source.integer(0, 2)
+    atom = 128 * W  # bytes of one 8 x W-unit swizzle atom (128 bytes of core matrix when W = 1)
+    stretch = source.integer(1, 2)  # the outer stride may leave gaps
+    if major is Major.K and mode is not SwizzleMode.NONE:  # ((8,m),(T,2k)):((WT,SBO),(1,T))
+        lbo = 16 * source.integer(0, (1 << 14) - 1)  # "not used, assumed to be 1": any value
+        sbo = atom * stretch
+    else:  # one stride steps between neighbouring atoms, the other over all of them
+        if major is Major.K:  # none: LBO between the 2k K units, SBO between the m row groups
+            counts = {"lbo": 2 * k, "sbo": m}
+        elif mode is SwizzleMode.NONE:  # MN none: SBO between MN repeats, LBO between K repeats
+            counts = {"sbo": m, "lbo": k}
+        else:  # MN swizzled: LBO between MN repeats, SBO between K repeats
+            counts = {"lbo": m, "sbo": k}
+        inner = source.choice(sorted(counts))
+        outer = "sbo" if inner == "lbo" else "lbo"
+        strides = {inner: atom, outer: atom * counts[inner] * stretch}
+        lbo, sbo = strides["lbo"], strides["sbo"]
+    # start: pattern starts on or off the repeat (base offsets 1-7), possibly inside a pattern
+    repeat = mode.repeat_bytes or 128
+    pattern_start = repeat * source.integer(0, 15) + 128 * source.integer(0, 7) * (mode is not SwizzleMode.NONE)
+    inside = 16 * source.integer(0, 7) if source.integer(0, 3) == 0 else 0
+    start = (pattern_start + inside) % (SMEM_BYTES // 2)
+    return CanonicalLayout(major, mode, bits, m, k, lbo, sbo, start)
+
+
+def descriptor(source: Source) -> MatrixDescriptor:
+    """Any 64-bit descriptor with reserved bits clear (all field values)."""
+    return MatrixDescriptor(
+        source.integer(0, (1 << 14) - 1), source.integer(0, (1 << 14) - 1), source.integer(0, (1 << 14) - 1),
+        source.integer(0, 7), source.choice(list(SwizzleMode)),
+    )

@@ -1,0 +1,72 @@
+"""Bridges from the oracle's legacy-layout dataclasses to Gluon's layout objects (Triton 3.6.0)."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import metadata
+from math import prod
+from typing import Any
+
+from harness.target import Availability
+from oracles import triton_layouts as tl
+
+
+def triton_availability() -> Availability:
+    try:
+        import triton.experimental.gluon.language  # noqa: F401
+        from triton._C.libtriton import gluon_ir  # noqa: F401
+    except Exception as exc:  # ImportError, or a broken binary wheel
+        return Availability(False, f"Triton with Gluon is not importable: {exc}")
+    return Availability(True)
+
+
+def triton_versions() -> dict[str, str]:
+    try:
+        return {"triton": metadata.version("triton")}
+    except metadata.PackageNotFoundError:
+        return {}
+
+
+@cache
+def builder():
+    """One Gluon op builder per worker process (its MLIR context lives as long)."""
+    from triton._C.libtriton import gluon_ir, ir
+
+    context = ir.context()
+    ir.load_dialects(context)
+    return context, gluon_ir.GluonOpBuilder(context)
+
+
+def to_gluon(layout: tl.Layout) -> Any:
+    """The Gluon layout object for an oracle legacy layout."""
+    from triton.experimental.gluon import language as ttgl
+
+    if isinstance(layout, tl.BlockedLayout):
+        return ttgl.BlockedLayout(list(layout.size_per_thread), list(layout.threads_per_warp), list(layout.warps_per_cta), list(layout.order))
+    if isinstance(layout, tl.SliceLayout):
+        return ttgl.SliceLayout(layout.dim, to_gluon(layout.parent))
+    if isinstance(layout, tl.NVMMADistributedLayout):
+        return ttgl.NVMMADistributedLayout(list(layout.version), list(layout.warps_per_cta), list(layout.instr_shape))
+    if isinstance(layout, tl.DotOperandLayout):
+        return ttgl.DotOperandLayout(layout.operand_index, to_gluon(layout.parent), layout.k_width)
+    if isinstance(layout, tl.SwizzledSharedLayout):
+        return ttgl.SwizzledSharedLayout(layout.vec, layout.per_phase, layout.max_phase, list(layout.order))
+    if isinstance(layout, tl.NVMMASharedLayout):
+        return ttgl.NVMMASharedLayout(layout.swizzle_byte_width, layout.element_bitwidth, layout.rank, layout.transposed)
+    raise TypeError(f"no Gluon layout for {layout!r}")
+
+
+def shared_linear(bases: list[list[int]]) -> Any:
+    """A Gluon SharedLinearLayout from offset bases (one coordinate per tensor dim)."""
+    from triton.experimental.gluon import language as ttgl
+
+    return ttgl.SharedLinearLayout([list(b) for b in bases])
+
+
+def num_warps(layout: tl.Layout) -> int:
+    """Warps a distributed legacy layout spans."""
+    if isinstance(layout, (tl.DotOperandLayout, tl.SliceLayout)):
+        return num_warps(layout.parent)
+    if isinstance(layout, (tl.BlockedLayout, tl.NVMMADistributedLayout)):
+        return prod(layout.warps_per_cta)
+    raise TypeError(f"{layout!r} is not distributed")

@@ -1,0 +1,123 @@
+"""Target ``triton.compile``: compile random Gluon conversion and shared-memory kernels for sm_90.
+
+Runs on a CPU (Triton ships ptxas). A case is a ``convert_layout`` between two distributed
+layouts, or a round trip register -> shared -> register through a shared layout, for an M x N
+tile of 8-, 16- or 32-bit elements. A compiler error or crash is a divergence. Each case
+records the PTX counts of ld/st.shared, shfl, ldmatrix and stmatrix (the paper's Table 4
+metric); the family is the conversion the oracle plans (5.4) or the shared layout's kind.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from generators import legacy_layouts
+from generators.case import Case
+from generators.source import Source
+from harness.compare import Comparison
+from harness.target import Availability, Target
+from harness.targets.gluon import num_warps, to_gluon, triton_availability, triton_versions
+from oracles import triton_layouts as tl
+from oracles.algorithms import conversion_plan
+
+DTYPES = {8: "i8", 16: "fp16", 32: "fp32"}
+PTX_COUNTS = {
+    "st.shared": r"\bst\.shared(?:\.\w+)*",
+    "ld.shared": r"\bld\.shared(?:\.\w+)*",
+    "shfl": r"\bshfl\.sync",
+    "ldmatrix": r"\bldmatrix\.",
+    "stmatrix": r"\bstmatrix\.",
+}
+SM90 = ("cuda", 90, 32)
+
+
+def ptx_counts(ptx: str) -> dict[str, int]:
+    """Instruction counts in a PTX listing (the metric of the paper's Table 4)."""
+    return {name: len(re.findall(pattern, ptx)) for name, pattern in PTX_COUNTS.items()}
+
+
+class TritonCompile(Target):
+    name = "triton.compile"
+    description = "Gluon convert_layout / shared round-trip kernels compiled for sm_90 on the CPU"
+    requires = ("triton",)
+
+    def availability(self) -> Availability:
+        return triton_availability()
+
+    def versions(self) -> Mapping[str, str]:
+        return triton_versions()
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        kernel = source.choice(("convert", "shared"))
+        warps = 1 << source.integer(0, 3)
+        a_kind, a = legacy_layouts.distributed_2d(source, warps)
+        b_kind, b = legacy_layouts.distributed_2d(source, warps)
+        shape = legacy_layouts.shape(source, 2, min_log2=1, max_total_log2=13, max_dim_log2=8)
+        elem_bits = source.choice(tuple(DTYPES))
+        params: dict[str, Any] = {
+            "kernel": kernel, "num_warps": warps, "shape": shape, "elem_bits": elem_bits,
+            "a": tl.to_dict(a), "b": tl.to_dict(b), "kinds": [a_kind, b_kind],
+        }
+        if kernel == "shared":
+            shared, shape, _ = legacy_layouts.shared(source, None, elem_bits, rank=2, tensor_shape=shape)
+            params["shared"] = tl.to_dict(shared)
+        return params
+
+    def validate(self, case: Case) -> None:
+        p = case.params
+        for key in ("a", "b"):
+            layout = tl.from_dict(p[key])
+            layout.linear_layout(p["shape"])
+            if num_warps(layout) != p["num_warps"]:
+                raise ValueError(f"layout {key} spans {num_warps(layout)} warps, the kernel has {p['num_warps']}")
+        if p["elem_bits"] not in DTYPES:
+            raise ValueError(f"elem_bits must be one of {sorted(DTYPES)}")
+
+    def family(self, case: Case) -> str:
+        p = case.params
+        if p.get("kernel") == "shared":
+            return f"shared:{p['shared']['kind']}"
+        try:
+            a = tl.from_dict(p["a"]).linear_layout(p["shape"])
+            b = tl.from_dict(p["b"]).linear_layout(p["shape"])
+            return f"convert:{conversion_plan(a, b).kind}"
+        except Exception:
+            return "convert:?"
+
+    def expected(self, case: Case) -> Any:
+        return {"compiles": True}
+
+    def observed(self, case: Case) -> Any:
+        import triton
+        from triton.backends.compiler import GPUTarget
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        from harness.targets import gluon_kernels
+
+        p = case.params
+        dtype = "*" + DTYPES[p["elem_bits"]]
+        m, n = p["shape"]
+        constexprs = {"M": m, "N": n, "A": to_gluon(tl.from_dict(p["a"])), "B": to_gluon(tl.from_dict(p["b"]))}
+        if p["kernel"] == "shared":
+            fn = gluon_kernels.shared_roundtrip_kernel
+            constexprs["S"] = to_gluon(tl.from_dict(p["shared"]))
+        else:
+            fn = gluon_kernels.convert_layout_kernel
+        signature = {"src": dtype, "dst": dtype, **{k: "constexpr" for k in constexprs}}
+        try:
+            kernel = triton.compile(GluonASTSource(fn, signature, constexprs), target=GPUTarget(*SM90), options={"num_warps": p["num_warps"]})
+        except Exception as exc:
+            lines = [line for line in str(exc).splitlines() if line.strip()]
+            return {"compiles": False, "error": f"{type(exc).__name__}: {' | '.join(lines[:3])[:500]}"}
+        return {"compiles": True, "ptx": ptx_counts(kernel.asm["ptx"])}
+
+    def metrics(self, case: Case, observed: Any) -> Mapping[str, float]:
+        return observed.get("ptx", {})
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        if observed.get("compiles"):
+            return Comparison(True)
+        error = observed.get("error", "")
+        return Comparison(False, 1, (error,), "compile-error:" + re.sub(r"\d+", "N", error.split(":")[0])[:60], "the compiler rejected a valid kernel")

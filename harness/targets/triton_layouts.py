@@ -1,0 +1,73 @@
+"""Target ``triton.layouts``: Triton's conversion of Gluon legacy layouts to linear layouts.
+
+The observed layout is ``GluonOpBuilder.to_linear_layout`` for a random BlockedLayout,
+SliceLayout, NVMMADistributedLayout (v2, v3), DotOperandLayout, NVMMASharedLayout or
+SwizzledSharedLayout; the expected one is ``oracles.triton_layouts``. Triton 3.6.0 aborts the
+process on shared layouts here (it wraps the result as a distributed layout): those cases end
+as ``crash`` rows and the campaign goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from generators import legacy_layouts
+from generators.case import Case
+from generators.source import Source
+from harness.compare import Comparison, compare_values
+from harness.target import Availability, Target
+from harness.targets.gluon import builder, to_gluon, triton_availability, triton_versions
+from oracles import triton_layouts as tl
+
+
+def layout_dict(layout) -> dict[str, list[list[int]]]:
+    """Bases per input dim, as plain lists (the form both sides are compared in)."""
+    return {name: [list(b) for b in bases] for name, bases in layout.in_dims}
+
+
+class TritonLayouts(Target):
+    name = "triton.layouts"
+    description = "Triton's legacy-layout -> linear-layout conversion (Gluon, CPU) vs Props 4.6-4.8, 9.1, 9.2, Def 4.11"
+    requires = ("triton",)
+
+    def availability(self) -> Availability:
+        return triton_availability()
+
+    def versions(self) -> Mapping[str, str]:
+        return triton_versions()
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        kind = source.choice(legacy_layouts.KINDS)
+        if kind in legacy_layouts.SHARED_KINDS:
+            layout, shape, _ = legacy_layouts.shared(source, kind)
+        else:
+            layout, shape = legacy_layouts.distributed(source, kind)
+        return {"kind": kind, "layout": tl.to_dict(layout), "shape": shape}
+
+    def validate(self, case: Case) -> None:
+        p = case.params
+        if not isinstance(p.get("shape"), list) or not isinstance(p.get("layout"), dict):
+            raise ValueError("params need 'layout' (a legacy layout dict) and 'shape' (a list)")
+        tl.from_dict(p["layout"]).linear_layout(p["shape"])
+
+    def family(self, case: Case) -> str:
+        return str(case.params.get("kind", "?"))
+
+    def expected(self, case: Case) -> Any:
+        return layout_dict(tl.from_dict(case.params["layout"]).linear_layout(case.params["shape"]))
+
+    def observed(self, case: Case) -> Any:
+        _, b = builder()
+        gluon_layout = to_gluon(tl.from_dict(case.params["layout"]))
+        try:
+            result = b.to_linear_layout(gluon_layout._to_ir(b), list(case.params["shape"]))
+        except Exception as exc:  # Triton refused a layout the oracle accepts
+            return {"exception": f"{type(exc).__name__}: {exc}"}
+        out = {"register": result.reg_bases, "lane": result.lane_bases, "warp": result.warp_bases, "block": result.block_bases}
+        return {k: [list(b) for b in v] for k, v in out.items()}
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        if "exception" in observed:
+            return Comparison(False, 1, (observed["exception"],), "exception", "Triton raised on a valid layout")
+        return compare_values(expected, observed)

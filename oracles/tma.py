@@ -1,0 +1,188 @@
+"""TMA (bulk tensor copy) swizzle modes and tiled-mode box placement (PTX ISA 5.5.7, seed 004).
+
+Every mode is an XOR of address bits, so it is a linear map of the shared-memory destination
+byte address (``SwizzleMode.linear_layout``). The tables of 5.5.7 number 16-byte cells of
+128-byte shared-memory lines; the base-offset table says the pattern's phase is that of the
+absolute address (``base offset = (dstMem / 128) % 8`` for 128B), so modes act on absolute
+addresses. A box is written densely, innermost dimension first, from ``dstMem`` and then
+swizzled; ``box_placement`` gives each box element's byte address.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import ceil, prod
+
+from oracles.cute import Swizzle
+from oracles.linear_layout import LayoutError, LinearLayout
+
+ADDRESS_BITS = 18  # 228 KiB of shared memory per SM fits in 18 bits
+
+
+@dataclass(frozen=True)
+class ModeSpec:
+    """One swizzle mode: its XOR terms, alignment rules and CUDA enum value."""
+
+    name: str
+    span: int  # swizzle span in bytes (the inner box dimension may not exceed it); 0 for none
+    atomicity: int  # bytes kept intact while swizzling
+    terms: tuple[Swizzle, ...]  # XOR terms on the byte address
+    repeat: int  # bytes after which the pattern repeats ("Starting address of the repeating pattern")
+    alignment: int  # required shared-memory alignment of dstMem (bytes)
+    base_offset_modulus: int  # base offset = (dstMem / 128) % modulus
+    cuda: int | None  # CUtensorMapSwizzle value; None where the driver API has none
+
+
+class SwizzleMode(enum.Enum):
+    """The swizzling modes of 5.5.7 and Table 14 (mode x swizzle-atomicity)."""
+
+    # No swizzle: destination layout equals the source layout.
+    NONE = ModeSpec("none", 0, 16, (), 1, 128, 1, 0)
+    # 32B: cells 16 B, rows of 8 cells = 128-byte lines; row 1 is 1 0 3 2 5 4 7 6; 256-byte aligned.
+    B32 = ModeSpec("32B", 32, 16, (Swizzle(1, 4, 3),), 256, 128, 2, 1)
+    # 64B: rows XOR 0..3 (table of four rows); 512-byte boundary.
+    B64 = ModeSpec("64B", 64, 16, (Swizzle(2, 4, 3),), 512, 128, 4, 2)
+    # 96B: the same two-row table as 32B; 256-byte boundary, base offset (dstMem/128) % 2.
+    B96 = ModeSpec("96B", 96, 16, (Swizzle(1, 4, 3),), 256, 128, 2, None)
+    # 128B, 16-byte atomicity: rows XOR 0..7; 1024-byte boundary.
+    B128 = ModeSpec("128B", 128, 16, (Swizzle(3, 4, 3),), 1024, 128, 8, 3)
+    # 128B, 32-byte atomicity: 32-byte pairs XOR row 0..3 (four-row table); 32-byte alignment.
+    B128_ATOM_32B = ModeSpec("128B/32B", 128, 32, (Swizzle(2, 5, 2),), 512, 32, 8, 4)
+    # 128B, 32-byte atomicity with an 8-byte flip inside each 16 bytes on every alternate line.
+    B128_ATOM_32B_FLIP_8B = ModeSpec("128B/32B+8B", 128, 32, (Swizzle(2, 5, 2), Swizzle(1, 3, 4)), 512, 32, 8, 5)
+    # 128B, 64-byte atomicity: 64-byte halves swap on every other line; 64-byte alignment.
+    B128_ATOM_64B = ModeSpec("128B/64B", 128, 64, (Swizzle(1, 6, 1),), 256, 64, 8, 6)
+
+    @property
+    def spec(self) -> ModeSpec:
+        return self.value
+
+    def __call__(self, address: int) -> int:
+        """The swizzled byte address of ``address``."""
+        result = address
+        for term in self.spec.terms:
+            result ^= term(address) ^ address
+        return result
+
+    def linear_layout(self, bits: int = ADDRESS_BITS) -> LinearLayout:
+        """The mode as an F2 map of ``bits`` address bits."""
+        return LinearLayout.from_bases({"address": [[self(1 << k)] for k in range(bits)]}, [("address", 1 << bits)])
+
+    def cell_table(self, rows: int = 8, cell: int = 16) -> list[list[int]]:
+        """The 5.5.7 table: for each 128-byte line, which source cell lands in each destination cell."""
+        per_row = 128 // cell
+        out = []
+        for r in range(rows):
+            line = [0] * per_row
+            for c in range(per_row):
+                line[(self(r * 128 + c * cell) % 128) // cell] = c
+            out.append(line)
+        return out
+
+    def base_offset(self, dst: int) -> int:
+        """The swizzle base offset of a destination address (5.5.7's formula table)."""
+        if self.spec.repeat <= 1 or dst % self.spec.repeat == 0:
+            return 0
+        return (dst // 128) % self.spec.base_offset_modulus
+
+    @classmethod
+    def from_cuda(cls, value: int) -> SwizzleMode:
+        """The mode of a ``CU_TENSOR_MAP_SWIZZLE_*`` value."""
+        for mode in cls:
+            if mode.spec.cuda == value:
+                return mode
+        raise LayoutError(f"no swizzle mode has CUtensorMapSwizzle value {value}")
+
+    @classmethod
+    def named(cls, name: str) -> SwizzleMode:
+        for mode in cls:
+            if name in (mode.name, mode.spec.name):
+                return mode
+        raise LayoutError(f"unknown TMA swizzle mode {name!r}; known: {', '.join(m.spec.name for m in cls)}")
+
+
+@dataclass(frozen=True)
+class TiledBox:
+    """A tiled-mode TMA copy's shared-memory side: box, element size and strides, swizzle, dstMem.
+
+    Dimensions are innermost first, as in ``cuTensorMapEncodeTiled``.
+    """
+
+    box_dims: tuple[int, ...]
+    element_bytes: int
+    element_strides: tuple[int, ...]
+    swizzle: SwizzleMode
+    dst: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "box_dims", tuple(self.box_dims))
+        object.__setattr__(self, "element_strides", tuple(self.element_strides))
+        if isinstance(self.swizzle, str):
+            object.__setattr__(self, "swizzle", SwizzleMode.named(self.swizzle))
+        problems = self.problems()
+        if problems:
+            raise LayoutError("; ".join(problems))
+
+    def problems(self) -> list[str]:
+        """Why this box is not a valid tiled copy (empty if it is)."""
+        out = []
+        if not 1 <= len(self.box_dims) <= 5:
+            out.append(f"rank {len(self.box_dims)} is not 1..5")
+        if len(self.element_strides) != len(self.box_dims):
+            out.append("element strides and box dims differ in rank")
+        if any(not 1 <= b <= 256 for b in self.box_dims):
+            out.append(f"box dims {self.box_dims} must be 1..256")
+        if any(not 1 <= s <= 8 for s in self.element_strides):
+            out.append(f"element strides {self.element_strides} must be 1..8")
+        if self.element_bytes not in (1, 2, 4, 8, 16):
+            out.append(f"element size {self.element_bytes} bytes is not 1, 2, 4, 8 or 16")
+        if (self.inner_bytes % 16) != 0:
+            out.append(f"inner box dimension is {self.inner_bytes} bytes, not a multiple of 16")
+        span = self.swizzle.spec.span
+        if span and self.inner_bytes > span:
+            out.append(f"inner box dimension {self.inner_bytes} bytes exceeds the {span}-byte swizzle span")
+        if self.dst % self.swizzle.spec.alignment:
+            out.append(f"dstMem {self.dst:#x} is not {self.swizzle.spec.alignment}-byte aligned")
+        return out
+
+    @property
+    def loaded_dims(self) -> tuple[int, ...]:
+        """Elements actually copied per dimension: ceil(boxDim / elementStride)."""
+        return tuple(ceil(b / s) for b, s in zip(self.box_dims, self.element_strides))
+
+    @property
+    def inner_bytes(self) -> int:
+        return self.loaded_dims[0] * self.element_bytes
+
+    @property
+    def size_bytes(self) -> int:
+        return prod(self.loaded_dims) * self.element_bytes
+
+    def dense_offset(self, index: Sequence[int]) -> int:
+        """Byte offset, before swizzling, of the copied element ``index`` (innermost first)."""
+        offset, pitch = 0, self.element_bytes
+        for i, n in zip(index, self.loaded_dims):
+            if not 0 <= i < n:
+                raise LayoutError(f"index {tuple(index)} is outside the copied box {self.loaded_dims}")
+            offset += i * pitch
+            pitch *= n
+        return offset
+
+    def address(self, index: Sequence[int]) -> int:
+        """Shared-memory byte address of copied element ``index`` (its global coordinate is
+        box start + index * element stride)."""
+        return self.swizzle(self.dst + self.dense_offset(index))
+
+    def placement(self) -> list[int]:
+        """Byte address of every copied element, innermost index fastest."""
+        out = []
+        dims = self.loaded_dims
+        for flat in range(prod(dims)):
+            index, rest = [], flat
+            for n in dims:
+                index.append(rest % n)
+                rest //= n
+            out.append(self.address(index))
+        return out
