@@ -50,15 +50,6 @@ class Layout:
         if any(s < 1 for s in flatten(self.shape)):
             raise LayoutError(f"shape {self.shape} has a mode of size < 1")
 
-    @classmethod
-    def compact(cls, shape: IntTuple) -> Layout:
-        """The column-major (first mode fastest) compact layout of ``shape``."""
-        strides, running = [], 1
-        for s in flatten(shape):
-            strides.append(running)
-            running *= s
-        return cls(shape, _unflatten(shape, iter(strides)))
-
     def size(self) -> int:
         return _size(self.shape)
 
@@ -261,8 +252,3 @@ def _parse_tuple(text: str) -> IntTuple:
 
 def _normalise(value) -> IntTuple:
     return value if isinstance(value, int) else tuple(_normalise(v) for v in value)
-
-
-def table(layout: Layout | ComposedLayout, rows: int, cols: int) -> list[list[int]]:
-    """Offsets of a rank-2 layout as a rows x cols grid (for tests and reports)."""
-    return [[layout((r, c)) for c in range(cols)] for r in range(rows)]

@@ -19,7 +19,7 @@ shared-memory layout; it always writes base offset 0.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from oracles.cute import ComposedLayout, Layout, Swizzle
 from oracles.linear_layout import LayoutError, LinearLayout, log2_exact
@@ -284,11 +284,6 @@ def make_gmma_desc(major: Major, tensor: Layout | ComposedLayout, elem_bits: int
         if not isinstance(part.shape, int):
             raise LayoutError(f"not a canonical GMMA layout: {u128} does not divide into single modes")
     return MatrixDescriptor(matrix_descriptor_encode(start), lbo & 0x3FFF, sbo & 0x3FFF, 0, mode)
-
-
-def with_start(desc: MatrixDescriptor, start: int) -> MatrixDescriptor:
-    """The same descriptor for another start byte address (CUTLASS's DescriptorIterator)."""
-    return replace(desc, start_address=matrix_descriptor_encode(start))
 
 
 def swizzle_atom(major: Major, mode: SwizzleMode, elem_bits: int) -> tuple[int, int]:

@@ -8,7 +8,7 @@ from generators import tma as tma_gen
 from generators import wgmma as wgmma_gen
 from generators.source import RandomSource
 from oracles.tma import SwizzleMode as TmaMode
-from oracles.wgmma import Major, SwizzleMode, descriptor_base_offset
+from oracles.wgmma import Major, SwizzleMode, descriptor_base_offset, from_descriptor
 
 
 def test_wgmma_layouts_are_injective_and_reach_every_corner():
@@ -17,6 +17,9 @@ def test_wgmma_layouts_are_injective_and_reach_every_corner():
         layout = wgmma_gen.canonical_layout(RandomSource(f"w/{i}"))
         addresses = [a for row in layout.addresses() for a in row]
         assert len(set(addresses)) == len(addresses), layout  # repeats never overlap
+        if i % 10 == 0:  # the descriptor denotes the same layout back
+            again = from_descriptor(layout.descriptor(), layout.major, layout.elem_bits, layout.m, layout.k)
+            assert again.addresses() == layout.addresses()
         seen["bits", layout.elem_bits] += 1
         seen["mode", layout.swizzle, layout.major] += 1
         seen["base_offset", descriptor_base_offset(layout.start - layout.start % 128, layout.swizzle)] += 1
