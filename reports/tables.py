@@ -51,7 +51,7 @@ def _metric_means(outcomes: pd.DataFrame) -> pd.DataFrame | None:
 def render(table: pd.DataFrame, fmt: str) -> str:
     """The table as Markdown, CSV or HTML."""
     if fmt == "md":
-        return table.to_markdown(index=False, floatfmt=".2f", missingval="-")
+        return table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt=".2f", missingval="-")
     if fmt == "csv":
         return table.to_csv(index=False)
     if fmt == "html":
