@@ -22,7 +22,7 @@ from reports.store import DB_NAME, Store, StoreError, report_name
 from reports.tables import FORMATS, pass_rate_table, render, write_tables
 
 DEFAULT_OUT = "layoutfuzz-out"
-DEFAULT_TARGETS = "triton.linear_layout"
+DEFAULT_TARGETS = "triton.linear_layout,triton.layouts,triton.bank_conflicts,triton.compile"  # every CPU target
 DEFAULT_BUDGET_S = 60.0
 
 
