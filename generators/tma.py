@@ -27,3 +27,28 @@ def tiled_box(source: Source) -> TiledBox:
     repeat = max(mode.spec.repeat, mode.spec.alignment)
     dst = repeat * source.integer(0, 63) + mode.spec.alignment * source.integer(0, max(0, repeat // mode.spec.alignment - 1))
     return TiledBox(tuple(box), element_bytes, tuple(strides), mode, dst)
+
+
+MAX_BOX_BYTES = 16 * 1024  # one block's shared-memory window holds the box and its offset
+MAX_DST_OFFSET = 8 * 1024
+
+
+def device_box(source: Source) -> TiledBox:
+    """A box the GPU driver can copy: rank 2-5, a CUDA swizzle mode, 1-8-byte elements, at most
+    16 KiB, at a 128-byte multiple up to 8 KiB past a 1024-byte boundary (every base offset)."""
+    mode = source.choice([m for m in SwizzleMode if m.spec.cuda is not None])
+    element_bytes = source.choice((1, 2, 4, 8))
+    rank = source.integer(2, 5)
+    span = mode.spec.span or 256 * element_bytes
+    units = source.integer(1, max(1, min(span, 256 * element_bytes) // 16))
+    inner = max(1, units * 16 // element_bytes)
+    dims, strides = [inner], [1]
+    budget = MAX_BOX_BYTES // max(inner * element_bytes, mode.spec.span)  # rows are padded to the span
+    for _ in range(rank - 1):
+        stride = source.choice((1, 1, 2, 3, 4, 8))
+        loaded = source.integer(1, max(1, min(256 // stride, budget, 16)))
+        budget //= loaded
+        dims.append(min(256, loaded * stride - source.integer(0, stride - 1)))
+        strides.append(stride)
+    dst = 128 * source.integer(0, MAX_DST_OFFSET // 128 - 1)
+    return TiledBox(tuple(dims), element_bytes, tuple(strides), mode, dst)

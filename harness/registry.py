@@ -14,6 +14,7 @@ BUILTIN: dict[str, str] = {
     "triton.layouts": "harness.targets.triton_layouts:TritonLayouts",
     "triton.bank_conflicts": "harness.targets.triton_bank_conflicts:TritonBankConflicts",
     "triton.compile": "harness.targets.triton_compile:TritonCompile",
+    "tma.swizzle": "gpu.targets:TmaSwizzle",
 }
 
 

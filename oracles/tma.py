@@ -4,8 +4,9 @@ Every mode is an XOR of address bits, so it is a linear map of the shared-memory
 byte address (``SwizzleMode.linear_layout``). The tables of 5.5.7 number 16-byte cells of
 128-byte shared-memory lines; the base-offset table says the pattern's phase is that of the
 absolute address (``base offset = (dstMem / 128) % 8`` for 128B), so modes act on absolute
-addresses. A box is written densely, innermost dimension first, from ``dstMem`` and then
-swizzled; ``box_placement`` gives each box element's byte address.
+addresses. A box is written innermost dimension first from ``dstMem``, each innermost row
+padded to the swizzle span in swizzled modes, then swizzled; ``TiledBox.address`` gives each
+copied element's byte address.
 """
 
 from __future__ import annotations
@@ -158,16 +159,30 @@ class TiledBox:
 
     @property
     def size_bytes(self) -> int:
+        """Bytes the copy delivers (the mbarrier transaction count)."""
         return prod(self.loaded_dims) * self.element_bytes
+
+    @property
+    def row_bytes(self) -> int:
+        """Shared-memory pitch of the innermost dimension: the inner box bytes, padded to the
+        swizzle span in swizzled modes (seen on an H200; 5.5.7 is silent on inner dims that are
+        narrower than the span)."""
+        span = self.swizzle.spec.span
+        return max(self.inner_bytes, span) if span else self.inner_bytes
+
+    @property
+    def footprint_bytes(self) -> int:
+        """Shared-memory bytes from dstMem to the end of the box, padding included."""
+        return self.row_bytes * prod(self.loaded_dims[1:])
 
     def dense_offset(self, index: Sequence[int]) -> int:
         """Byte offset, before swizzling, of the copied element ``index`` (innermost first)."""
         offset, pitch = 0, self.element_bytes
-        for i, n in zip(index, self.loaded_dims):
+        for k, (i, n) in enumerate(zip(index, self.loaded_dims)):
             if not 0 <= i < n:
                 raise LayoutError(f"index {tuple(index)} is outside the copied box {self.loaded_dims}")
             offset += i * pitch
-            pitch *= n
+            pitch = self.row_bytes if k == 0 else pitch * n
         return offset
 
     def address(self, index: Sequence[int]) -> int:

@@ -104,8 +104,10 @@ def test_tiled_box_placement_is_a_dense_swizzled_bijection(data):
     box = TiledBox((inner, *outer), elem, (1,) * (1 + len(outer)), mode, dst + data.draw(st.sampled_from([0, 128, 256, 384])) * (mode.spec.repeat > 128))
     placement = box.placement()
     assert len(set(placement)) == len(placement)
-    lo = box.dst
-    assert sorted(placement) == sorted(mode(lo + i * elem) for i in range(len(placement)))
+    lo, inner_n = box.dst, box.loaded_dims[0]
+    rows = [lo + (i // inner_n) * box.row_bytes + (i % inner_n) * elem for i in range(len(placement))]
+    assert [mode(p) for p in placement] == rows  # the swizzle is an involution on each row
+    assert box.row_bytes == (box.inner_bytes if mode is SwizzleMode.NONE else max(box.inner_bytes, mode.spec.span))
     if mode is SwizzleMode.NONE:
         assert placement == [lo + i * elem for i in range(len(placement))]
 

@@ -1,0 +1,73 @@
+// One TMA tiled copy per block: the case's tensor map (in global memory) copies its box from
+// coordinate 0 into shared memory at the case's destination offset from a 1024-byte aligned
+// window, completing on an mbarrier; the block then dumps the whole window, raw, to global.
+// Bytes the copy does not write keep the fill value, so the dump shows exactly what TMA wrote.
+
+struct TmaCase {
+  int rank;        // 1..5
+  int dst_offset;  // bytes from the 1024-aligned window base (a multiple of 128)
+  int tx_bytes;    // bytes the copy delivers (the mbarrier's transaction count)
+  int pad;
+};
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+extern "C" __global__ void tma_copy(const unsigned long long* __restrict__ tensor_maps,  // 16 words per case
+                                    const TmaCase* __restrict__ cases, unsigned char* __restrict__ out,
+                                    int window, unsigned char fill) {
+  extern __shared__ unsigned char raw[];
+  __shared__ __align__(8) unsigned long long barrier;
+  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw) + 1023ull) & ~1023ull);
+  const TmaCase c = cases[blockIdx.x];
+  const unsigned long long* tmap = tensor_maps + 16ull * blockIdx.x;
+
+  for (int i = threadIdx.x; i < window; i += blockDim.x) base[i] = fill;
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&barrier)));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the fill before the copy engine's writes
+  __syncthreads();
+
+  if (threadIdx.x == 0) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tmap) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&barrier)), "r"(c.tx_bytes)
+                 : "memory");
+    const unsigned dst = smem_u32(base + c.dst_offset);
+    const unsigned bar = smem_u32(&barrier);
+    const int z = 0;
+    switch (c.rank) {
+      case 1:
+        asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];"
+                     ::"r"(dst), "l"(tmap), "r"(bar), "r"(z) : "memory");
+        break;
+      case 2:
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %3}], [%2];"
+                     ::"r"(dst), "l"(tmap), "r"(bar), "r"(z) : "memory");
+        break;
+      case 3:
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %3, %3}], [%2];"
+                     ::"r"(dst), "l"(tmap), "r"(bar), "r"(z) : "memory");
+        break;
+      case 4:
+        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %3, %3, %3}], [%2];"
+                     ::"r"(dst), "l"(tmap), "r"(bar), "r"(z) : "memory");
+        break;
+      default:
+        asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %3, %3, %3, %3}], [%2];"
+                     ::"r"(dst), "l"(tmap), "r"(bar), "r"(z) : "memory");
+        break;
+    }
+  }
+  unsigned done = 0;
+  while (!done) {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done) : "r"(smem_u32(&barrier)) : "memory");
+  }
+  __syncthreads();
+  unsigned char* dump = out + static_cast<unsigned long long>(blockIdx.x) * window;
+  for (int i = threadIdx.x; i < window; i += blockDim.x) dump[i] = base[i];
+}

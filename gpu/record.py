@@ -1,0 +1,61 @@
+"""Record hardware observations for CI: ``python -m gpu.record tma COUNT OUT.json``.
+
+Runs COUNT seeded TMA boxes in one launch and writes, per case, its params and the SHA-256 of the
+shared-memory window the GPU produced (or the driver's refusal), plus the launch's throughput
+against one case per launch. ``tests/test_hardware_truth.py`` replays the oracle against them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+from generators.source import RandomSource
+
+
+def record_tma(count: int) -> dict:
+    from cuda.core import Device
+
+    from gpu.targets import WINDOW, TmaSwizzle, box_from_params
+    from gpu.tma import TmaRunner
+
+    params = [TmaSwizzle().generate(RandomSource(f"layoutfuzz/record/tma/{i}")) for i in range(count)]
+    boxes = [box_from_params(p) for p in params]
+    runner = TmaRunner()
+    runner.run(boxes[:8], WINDOW)  # warm up: compile, context, allocator
+    start = time.perf_counter()
+    results = runner.run(boxes, WINDOW)
+    batched = time.perf_counter() - start
+    single_start = time.perf_counter()
+    for box in boxes[:50]:
+        runner.run([box], WINDOW)
+    single = (time.perf_counter() - single_start) / 50
+    cases = []
+    for p, r in zip(params, results):
+        entry = {"params": p}
+        if isinstance(r, str):
+            entry["refused"] = r
+        else:
+            entry["sha256"] = hashlib.sha256(r.tobytes()).hexdigest()
+        cases.append(entry)
+    return {
+        "target": "tma.swizzle", "device": Device().name, "window": WINDOW, "cases": cases,
+        "throughput": {"batched_cases_per_s": count / batched, "one_per_launch_cases_per_s": 1 / single},
+    }
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3 or argv[0] != "tma":
+        print("usage: python -m gpu.record tma COUNT OUT.json", file=sys.stderr)
+        return 2
+    data = record_tma(int(argv[1]))
+    Path(argv[2]).write_text(json.dumps(data, indent=0, sort_keys=True) + "\n")
+    print(json.dumps(data["throughput"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

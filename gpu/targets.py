@@ -1,0 +1,125 @@
+"""GPU targets: the hardware as the system under test for the PTX oracles."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from functools import cache
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from generators.case import Case
+from generators.source import Source
+from generators.tma import device_box
+from harness.compare import Comparison
+from harness.target import Availability, Target, Unsupported
+from oracles.tma import SwizzleMode, TiledBox
+
+WINDOW = 24 * 1024  # shared-memory bytes dumped per case: the largest offset plus the largest box
+
+
+def cuda_device_availability(min_major: int = 9) -> Availability:
+    """A CUDA device of compute capability >= ``min_major``, cuda.core, cuda.bindings and torch."""
+    try:
+        import torch  # noqa: F401
+        from cuda.bindings import runtime
+        from cuda.core import Device  # noqa: F401
+    except Exception as exc:
+        return Availability(False, f"needs torch, cuda.core and cuda.bindings: {exc}")
+    err, count = runtime.cudaGetDeviceCount()
+    if err != runtime.cudaError_t.cudaSuccess or count == 0:
+        return Availability(False, "no CUDA device")
+    err, major = runtime.cudaDeviceGetAttribute(runtime.cudaDeviceAttr.cudaDevAttrComputeCapabilityMajor, 0)
+    if major < min_major:
+        return Availability(False, f"needs compute capability {min_major}.0 or newer, device 0 has {major}.x")
+    return Availability(True)
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for name in ("cuda-core", "cuda-bindings", "torch"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    try:
+        from cuda.core import Device
+
+        out["device"] = Device().name
+    except Exception:
+        pass
+    return out
+
+
+def box_from_params(p: Mapping[str, Any]) -> TiledBox:
+    return TiledBox(tuple(p["box_dims"]), p["element_bytes"], tuple(p["element_strides"]), SwizzleMode[p["swizzle"]], p["dst"])
+
+
+@cache
+def _tma_runner():
+    from gpu.tma import TmaRunner
+
+    return TmaRunner()
+
+
+class TmaSwizzle(Target):
+    name = "tma.swizzle"
+    description = "TMA tiled copies on the GPU (cp.async.bulk.tensor into shared memory) vs the 5.5.7 swizzle oracle"
+    requires = ("cuda device sm_90", "cuda.core", "cuda.bindings", "torch")
+
+    def availability(self) -> Availability:
+        return cuda_device_availability(9)
+
+    def versions(self) -> Mapping[str, str]:
+        return _versions()
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        box = device_box(source)
+        return {"box_dims": list(box.box_dims), "element_bytes": box.element_bytes,
+                "element_strides": list(box.element_strides), "swizzle": box.swizzle.name, "dst": box.dst}
+
+    def validate(self, case: Case) -> None:
+        box = box_from_params(case.params)
+        if box.dst + box.footprint_bytes > WINDOW:
+            raise ValueError(f"box of {box.footprint_bytes} bytes at {box.dst} does not fit the {WINDOW}-byte window")
+
+    def family(self, case: Case) -> str:
+        return f"{case.params.get('swizzle', '?')}:{case.params.get('element_bytes', '?')}B"
+
+    def expected(self, case: Case) -> Any:
+        from gpu.tma import expected_window
+
+        return {"window": expected_window(box_from_params(case.params), WINDOW).tobytes().hex()}
+
+    def observed(self, case: Case) -> Any:
+        from gpu.tma import DeviceFault
+
+        try:
+            (result,) = _tma_runner().run([box_from_params(case.params)], WINDOW)
+        except DeviceFault as exc:  # the context is poisoned: end this worker, the case is a crash
+            sys.stderr.write(f"device fault: {exc}\n")
+            sys.stderr.flush()
+            os._exit(70)
+        if isinstance(result, str):
+            raise Unsupported(f"the CUDA driver refused the tensor map: {result}")
+        return {"window": result.tobytes().hex()}
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        return compare_windows(bytes.fromhex(expected["window"]), bytes.fromhex(observed["window"]))
+
+
+def compare_windows(expected: bytes, observed: bytes) -> Comparison:
+    """Byte-wise comparison of two shared-memory windows, reported by 16-byte cell."""
+    want, got = np.frombuffer(expected, np.uint8), np.frombuffer(observed, np.uint8)
+    bad = np.flatnonzero(want != got)
+    if bad.size == 0:
+        return Comparison(True)
+    cells = sorted({int(b) // 16 for b in bad})
+    lines = tuple(
+        f"cell {c * 16:#07x}: expected {want[c * 16:c * 16 + 16].tobytes().hex()} got {got[c * 16:c * 16 + 16].tobytes().hex()}"
+        for c in cells[:8]
+    )
+    return Comparison(False, int(bad.size), lines, f"{len(cells)} cells", f"{bad.size} bytes differ in {len(cells)} 16-byte cells")

@@ -1,0 +1,154 @@
+"""Driver for TMA tiled copies on a Hopper GPU: tensor maps through cuda.bindings, the copy
+kernel (gpu/kernels/tma_copy.cu) through cuda.core, many cases per launch.
+
+``tensor_map_params`` and ``expected_window`` are pure and run anywhere; ``TmaRunner`` needs a
+CUDA device (and torch for device buffers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from oracles.tma import TiledBox
+
+FILL = 0xA5  # shared-memory bytes the copy does not write keep this value
+THREADS = 128
+DTYPE_BY_BYTES = {1: 0, 2: 1, 4: 2, 8: 4}  # CU_TENSOR_MAP_DATA_TYPE_UINT8/16/32, UINT64 (value 4)
+
+
+@dataclass(frozen=True)
+class TensorMapParams:
+    """The arguments of ``cuTensorMapEncodeTiled`` for a box copied from coordinate 0."""
+
+    data_type: int
+    rank: int
+    global_dims: tuple[int, ...]
+    global_strides: tuple[int, ...]  # bytes, dims 1.. (rank - 1 values)
+    box_dims: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    swizzle: int  # CUtensorMapSwizzle
+
+    @property
+    def global_bytes(self) -> int:
+        if self.rank == 1:
+            return self.global_dims[0] * _element_bytes(self.data_type)
+        return self.global_strides[-1] * self.global_dims[-1]
+
+
+def _element_bytes(data_type: int) -> int:
+    return {v: k for k, v in DTYPE_BY_BYTES.items()}[data_type]
+
+
+def tensor_map_params(box: TiledBox) -> TensorMapParams:
+    """A global tensor just large enough for the box, rows padded to 16 bytes (the driver's rule)."""
+    if box.element_bytes not in DTYPE_BY_BYTES or box.swizzle.spec.cuda is None:
+        raise ValueError(f"no CUDA tensor map for {box.element_bytes}-byte elements in mode {box.swizzle.spec.name}")
+    dims = tuple(box.box_dims)
+    strides, pitch = [], -(-dims[0] * box.element_bytes // 16) * 16
+    for d in dims[1:]:
+        strides.append(pitch)
+        pitch *= d
+    return TensorMapParams(DTYPE_BY_BYTES[box.element_bytes], len(dims), dims, tuple(strides), dims,
+                           tuple(box.element_strides), box.swizzle.spec.cuda)
+
+
+def global_bytes(params: TensorMapParams) -> np.ndarray:
+    """The global tensor's bytes: a hash of each byte's offset, so misplaced data shows."""
+    index = np.arange(params.global_bytes, dtype=np.uint64)
+    return ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8)
+
+
+def expected_window(box: TiledBox, window: int) -> np.ndarray:
+    """The oracle's shared-memory window after the copy (``box.dst`` counted from its base)."""
+    params = tensor_map_params(box)
+    data = global_bytes(params)
+    out = np.full(window, FILL, dtype=np.uint8)
+    e = box.element_bytes
+    pitches = (e, *params.global_strides)
+    dims = box.loaded_dims
+    for flat in range(prod(dims)):
+        index, rest = [], flat
+        for n in dims:
+            index.append(rest % n)
+            rest //= n
+        src = sum(i * s * p for i, s, p in zip(index, box.element_strides, pitches))
+        dst = box.address(index)
+        out[dst : dst + e] = data[src : src + e]
+    return out
+
+
+class DeviceFault(RuntimeError):
+    """The kernel faulted: the CUDA context is unusable and the process must end."""
+
+
+class TmaRunner:
+    """Compiles the copy kernel once and runs batches of boxes on the current CUDA device."""
+
+    def __init__(self) -> None:
+        import torch
+        from cuda.core import Device
+
+        from gpu.compile import compile_kernel
+
+        self.torch = torch
+        self.device = Device()
+        self.device.set_current()
+        self.stream = self.device.create_stream()
+        self.kernel = compile_kernel("tma_copy.cu").get_kernel("tma_copy")
+
+    def encode(self, params: TensorMapParams, address: int) -> np.ndarray:
+        """The 128-byte tensor map as 16 uint64 words."""
+        from cuda.bindings import driver
+
+        err, tmap = driver.cuTensorMapEncodeTiled(
+            driver.CUtensorMapDataType(params.data_type), params.rank, address,
+            [driver.cuuint64_t(d) for d in params.global_dims],
+            [driver.cuuint64_t(s) for s in params.global_strides],
+            [driver.cuuint32_t(b) for b in params.box_dims],
+            [driver.cuuint32_t(s) for s in params.element_strides],
+            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            driver.CUtensorMapSwizzle(params.swizzle),
+            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuTensorMapEncodeTiled: {err.name}")
+        return np.array([int(w) for w in tmap.opaque], dtype=np.uint64)
+
+    def run(self, boxes: list[TiledBox], window: int) -> list[np.ndarray | str]:
+        """Each box's shared-memory window after the copy, or the CUDA error that refused it."""
+        from cuda.core import LaunchConfig, launch
+
+        torch = self.torch
+        results: list[np.ndarray | str] = [""] * len(boxes)
+        keep, maps, cases, sources = [], [], [], []
+        for i, box in enumerate(boxes):
+            params = tensor_map_params(box)
+            src = torch.from_numpy(global_bytes(params)).cuda()
+            try:
+                maps.append(self.encode(params, src.data_ptr()))
+            except RuntimeError as exc:
+                results[i] = str(exc)
+                continue
+            sources.append(src)
+            keep.append(i)
+            cases.append((params.rank, box.dst, box.size_bytes, 0))
+        if keep:
+            tmaps = torch.from_numpy(np.stack(maps)).cuda()
+            table = torch.tensor(cases, dtype=torch.int32).cuda()
+            out = torch.empty((len(keep), window), dtype=torch.uint8, device="cuda")
+            torch.cuda.synchronize()
+            config = LaunchConfig(grid=len(keep), block=THREADS, shmem_size=window + 1024)
+            try:
+                launch(self.stream, config, self.kernel, np.uint64(tmaps.data_ptr()), np.uint64(table.data_ptr()),
+                       np.uint64(out.data_ptr()), np.int32(window), np.uint8(FILL))
+                self.stream.sync()
+            except Exception as exc:
+                raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc
+            dumped = out.cpu().numpy()
+            for row, i in enumerate(keep):
+                results[i] = dumped[row]
+        return results

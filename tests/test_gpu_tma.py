@@ -1,0 +1,100 @@
+"""The TMA driver: CPU-side parameters and kernel compilation, and (marked gpu) the hardware run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from generators.source import RandomSource
+from generators.tma import MAX_BOX_BYTES, MAX_DST_OFFSET, device_box
+from gpu.targets import WINDOW, TmaSwizzle, compare_windows
+from gpu.tma import FILL, expected_window, global_bytes, tensor_map_params
+from oracles.tma import SwizzleMode, TiledBox
+
+
+def test_tensor_map_params_follow_the_driver_rules():
+    for i in range(300):
+        box = device_box(RandomSource(f"p/{i}"))
+        params = tensor_map_params(box)
+        assert params.swizzle == box.swizzle.spec.cuda and params.rank == len(box.box_dims)
+        assert all(s % 16 == 0 for s in params.global_strides)  # global strides: multiples of 16 bytes
+        assert list(params.global_strides) == sorted(params.global_strides)
+        assert all(1 <= b <= 256 for b in params.box_dims) and all(1 <= s <= 8 for s in params.element_strides)
+        assert box.footprint_bytes <= MAX_BOX_BYTES and box.dst % 128 == 0 and box.dst < MAX_DST_OFFSET
+        assert box.dst + box.footprint_bytes <= WINDOW
+    assert tensor_map_params(TiledBox((8,), 2, (1,), SwizzleMode.B128_ATOM_64B, 0)).swizzle == 6
+    with pytest.raises(ValueError):
+        tensor_map_params(TiledBox((6,), 16, (1,), SwizzleMode.B96, 0))  # no CUDA value for 96B
+
+
+def test_expected_window_of_an_unswizzled_box_is_the_global_rows():
+    box = TiledBox((32, 3), 2, (1, 1), SwizzleMode.NONE, 256)
+    params = tensor_map_params(box)
+    window = expected_window(box, 1024)
+    data = global_bytes(params)
+    assert params.global_strides == (64,)
+    assert window[256 : 256 + 192].tobytes() == data[:192].tobytes()
+    assert (window[:256] == FILL).all() and (window[448:] == FILL).all()
+
+
+def test_expected_window_of_a_128b_box_follows_the_table():
+    box = TiledBox((64, 8), 2, (1, 1), SwizzleMode.B128, 128)  # starts on line 1: base offset 1
+    window = expected_window(box, 2048)
+    data = global_bytes(tensor_map_params(box))
+    for row in range(8):
+        for cell in range(8):
+            phase = (1 + row) % 8
+            dst = 128 + row * 128 + (cell ^ phase) * 16
+            assert window[dst : dst + 16].tobytes() == data[row * 128 + cell * 16 : row * 128 + cell * 16 + 16].tobytes()
+
+
+def test_narrow_rows_are_padded_to_the_swizzle_span():
+    # seen on an H200: a 48-byte inner row under the 64B swizzle starts every 64 bytes
+    box = TiledBox((12, 2), 4, (1, 1), SwizzleMode.B64, 3968)
+    assert box.row_bytes == 64 and box.footprint_bytes == 128
+    assert box.address((0, 1)) == SwizzleMode.B64(3968 + 64)
+
+
+def test_compare_windows_reports_cells():
+    want = bytes(64)
+    got = bytearray(want)
+    got[17] = 1
+    verdict = compare_windows(want, bytes(got))
+    assert not verdict.ok and verdict.mismatch_count == 1 and verdict.mismatches[0].startswith("cell 0x00010")
+
+
+def test_kernel_compiles_for_sm_90a_without_a_gpu():
+    pytest.importorskip("cuda.core", reason="needs cuda.core (the [gpu] or [test] extra)")
+    from gpu.compile import compile_kernel
+
+    try:
+        code = compile_kernel("tma_copy.cu")
+    except Exception as exc:  # NVRTC missing is an environment problem, not a pass
+        pytest.skip(f"NVRTC unavailable: {exc}")
+    assert code.code and len(code.code) > 1000
+
+
+@pytest.mark.gpu
+def test_hardware_copies_match_the_oracle_for_a_batch():
+    from gpu.tma import TmaRunner
+
+    runner = TmaRunner()
+    boxes = [device_box(RandomSource(f"gpu/{i}")) for i in range(400)]
+    results = runner.run(boxes, WINDOW)
+    refused = [r for r in results if isinstance(r, str)]
+    assert len(refused) < len(boxes)
+    wrong = [
+        (box, compare_windows(expected_window(box, WINDOW).tobytes(), r.tobytes()).note)
+        for box, r in zip(boxes, results)
+        if not isinstance(r, str) and not np.array_equal(expected_window(box, WINDOW), r)
+    ]
+    assert not wrong, wrong[:3]
+
+
+@pytest.mark.gpu
+def test_target_passes_one_case():
+    target = TmaSwizzle()
+    from harness.runner import make_case
+
+    case = make_case(target, 0, 0)
+    assert target.compare(case, target.expected(case), target.observed(case)).ok
