@@ -8,7 +8,7 @@ PTX says it is ignored, repeat counts m and k, and 8- to 64-bit elements.
 from __future__ import annotations
 
 from generators.source import Source
-from oracles.wgmma import ELEMENT_BITS, CanonicalLayout, Major, MatrixDescriptor, SwizzleMode
+from oracles.wgmma import ELEMENT_BITS, CanonicalLayout, Major, MatrixDescriptor, SwizzleMode, descriptor_base_offset
 
 SMEM_BYTES = 1 << 18  # the 18 address bits a descriptor can name
 
@@ -43,7 +43,8 @@ def canonical_layout(source: Source) -> CanonicalLayout:
     pattern_start = repeat * source.integer(0, 15) + 128 * source.integer(0, 7) * (mode is not SwizzleMode.NONE)
     inside = 16 * source.integer(0, 7) if source.integer(0, 3) == 0 else 0
     start = (pattern_start + inside) % (SMEM_BYTES // 2)
-    return CanonicalLayout(major, mode, bits, m, k, lbo, sbo, start)
+    base_offset = descriptor_base_offset(pattern_start % (SMEM_BYTES // 2), mode)  # PTX: phase 0 at the pattern start
+    return CanonicalLayout(major, mode, bits, m, k, lbo, sbo, start, base_offset)
 
 
 def descriptor(source: Source) -> MatrixDescriptor:
@@ -52,3 +53,55 @@ def descriptor(source: Source) -> MatrixDescriptor:
         source.integer(0, (1 << 14) - 1), source.integer(0, (1 << 14) - 1), source.integer(0, (1 << 14) - 1),
         source.integer(0, 7), source.choice(list(SwizzleMode)),
     )
+
+
+PROBE_WINDOW = 32 * 1024  # bytes of shared memory the operand under test may touch
+LBO_FOLKLORE = (0, 1, 16)  # what CUTLASS, DeepGEMM, ThunderKittens and JAX write where LBO is ignored
+
+
+def device_case(source: Source) -> dict:
+    """One operand of one m64nNk16 f16 wgmma, as the GPU probe runs it: which operand, major-ness,
+    swizzle, N, LBO/SBO, a start address (on or off the pattern repeat), the LBO field where PTX
+    ignores it (0, 1, 16 or random) and the base-offset field (the PTX value, 0 as the peers write
+    it, or random)."""
+    operand = source.choice(("A", "B"))
+    major = source.choice(list(Major))
+    mode = source.choice(list(SwizzleMode))
+    W, T = mode.width, 8
+    n = 16 if operand == "A" else source.choice((16, 64))
+    mn = 64 if operand == "A" else n
+    if major is Major.MN and mn < T * W:
+        mode = SwizzleMode.B32 if mn >= 16 else SwizzleMode.NONE
+        W = mode.width
+    m, k = (mn // 8, 1) if major is Major.K else (mn // (T * W), 2)
+    atom = 128 * W
+    stretch = source.integer(1, 2)
+    if major is Major.K and mode is not SwizzleMode.NONE:
+        lbo, sbo = 16, atom * stretch
+    else:
+        if major is Major.K:
+            counts = {"lbo": 2 * k, "sbo": m}
+        elif mode is SwizzleMode.NONE:
+            counts = {"sbo": m, "lbo": k}
+        else:
+            counts = {"lbo": m, "sbo": k}
+        inner = source.choice(sorted(counts))
+        outer = "sbo" if inner == "lbo" else "lbo"
+        strides = {inner: atom, outer: atom * counts[inner] * stretch}
+        lbo, sbo = strides["lbo"], strides["sbo"]
+    repeat = mode.repeat_bytes or 128
+    start = repeat * source.integer(0, 3) + 128 * source.integer(0, 7) * (mode is not SwizzleMode.NONE)
+    if source.integer(0, 3) == 0:
+        start += 16 * source.integer(1, 7)  # inside a pattern row
+    layout = CanonicalLayout(major, mode, 16, m, k, lbo, sbo, start)
+    if max(max(row) for row in layout.addresses()) + 16 > PROBE_WINDOW:
+        layout = CanonicalLayout(major, mode, 16, m, k, lbo, sbo, 0)
+    lbo_field = None
+    if major is Major.K and mode is not SwizzleMode.NONE:
+        lbo_field = source.choice((*LBO_FOLKLORE, source.integer(2, (1 << 14) - 1)))
+    base_choice = source.choice(("ptx", "ptx", "zero", "random"))
+    return {
+        "operand": operand, "major": major.value, "swizzle": mode.name, "n": n, "m": m, "k": k,
+        "lbo": layout.lbo, "sbo": layout.sbo, "start": layout.start, "lbo_field": lbo_field, "base_offset": base_choice
+        if base_choice != "random" else source.integer(0, 7),
+    }

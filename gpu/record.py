@@ -1,8 +1,9 @@
-"""Record hardware observations for CI: ``python -m gpu.record tma COUNT OUT.json``.
+"""Record hardware observations for CI: ``python -m gpu.record tma|wgmma COUNT OUT.json [--raw]``.
 
-Runs COUNT seeded TMA boxes in one launch and writes, per case, its params and the SHA-256 of the
-shared-memory window the GPU produced (or the driver's refusal), plus the launch's throughput
-against one case per launch. ``tests/test_hardware_truth.py`` replays the oracle against them.
+Runs COUNT seeded cases in one launch and writes, per case, its params and the SHA-256 of what the
+GPU produced (the TMA window, or the table of addresses wgmma read; ``--raw`` keeps the table too),
+plus the throughput against one case per launch. ``tests/test_hardware_truth.py`` replays the
+oracle against them.
 """
 
 from __future__ import annotations
@@ -47,11 +48,41 @@ def record_tma(count: int) -> dict:
     }
 
 
+def record_wgmma(count: int, raw: bool = False) -> dict:
+    from cuda.core import Device
+
+    from gpu.targets import WgmmaDescriptor
+    from gpu.wgmma import WgmmaRunner
+
+    params = [WgmmaDescriptor().generate(RandomSource(f"layoutfuzz/record/wgmma/{i}")) for i in range(count)]
+    runner = WgmmaRunner()
+    runner.run(params[:4])
+    start = time.perf_counter()
+    observed = runner.run(params)
+    batched = time.perf_counter() - start
+    single_start = time.perf_counter()
+    for p in params[:30]:
+        runner.run([p])
+    single = (time.perf_counter() - single_start) / 30
+    cases = []
+    for p, o in zip(params, observed):
+        entry = {"params": p, "sha256": hashlib.sha256(json.dumps(o).encode()).hexdigest()}
+        if raw:
+            entry["observed"] = o
+        cases.append(entry)
+    return {
+        "target": "wgmma.descriptor", "device": Device().name, "cases": cases,
+        "throughput": {"batched_cases_per_s": count / batched, "one_per_launch_cases_per_s": 1 / single},
+    }
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[0] != "tma":
-        print("usage: python -m gpu.record tma COUNT OUT.json", file=sys.stderr)
+    raw = "--raw" in argv
+    argv = [a for a in argv if a != "--raw"]
+    if len(argv) != 3 or argv[0] not in ("tma", "wgmma"):
+        print("usage: python -m gpu.record tma|wgmma COUNT OUT.json [--raw]", file=sys.stderr)
         return 2
-    data = record_tma(int(argv[1]))
+    data = record_tma(int(argv[1])) if argv[0] == "tma" else record_wgmma(int(argv[1]), raw)
     Path(argv[2]).write_text(json.dumps(data, indent=0, sort_keys=True) + "\n")
     print(json.dumps(data["throughput"]))
     return 0

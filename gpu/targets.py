@@ -123,3 +123,54 @@ def compare_windows(expected: bytes, observed: bytes) -> Comparison:
         for c in cells[:8]
     )
     return Comparison(False, int(bad.size), lines, f"{len(cells)} cells", f"{bad.size} bytes differ in {len(cells)} 16-byte cells")
+
+
+@cache
+def _wgmma_runner():
+    from gpu.wgmma import WgmmaRunner
+
+    return WgmmaRunner()
+
+
+class WgmmaDescriptor(Target):
+    name = "wgmma.descriptor"
+    description = "wgmma.mma_async (sm_90a) reading an operand through a matrix descriptor vs the canonical-layout oracle"
+    requires = ("cuda device sm_90a", "cuda.core", "cuda.bindings", "torch")
+
+    def availability(self) -> Availability:
+        return cuda_device_availability(9)
+
+    def versions(self) -> Mapping[str, str]:
+        return _versions()
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        from generators.wgmma import device_case
+
+        return device_case(source)
+
+    def validate(self, case: Case) -> None:
+        from gpu.wgmma import WINDOW, probe_descriptor, probe_layout
+
+        layout = probe_layout(case.params)
+        probe_descriptor(case.params)
+        if max(max(row) for row in layout.addresses()) + 16 > WINDOW:
+            raise ValueError(f"the operand reaches past the {WINDOW}-byte window")
+
+    def family(self, case: Case) -> str:
+        p = case.params
+        return f"{p.get('operand', '?')}/{p.get('major', '?')}/{p.get('swizzle', '?')}"
+
+    def expected(self, case: Case) -> Any:
+        from gpu.wgmma import probe_layout
+
+        return probe_layout(case.params).addresses()
+
+    def observed(self, case: Case) -> Any:
+        from gpu.tma import DeviceFault
+
+        try:
+            return _wgmma_runner().run([case.params])[0]
+        except DeviceFault as exc:  # the context is poisoned: end this worker, the case is a crash
+            sys.stderr.write(f"device fault: {exc}\n")
+            sys.stderr.flush()
+            os._exit(70)

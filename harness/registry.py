@@ -15,6 +15,7 @@ BUILTIN: dict[str, str] = {
     "triton.bank_conflicts": "harness.targets.triton_bank_conflicts:TritonBankConflicts",
     "triton.compile": "harness.targets.triton_compile:TritonCompile",
     "tma.swizzle": "gpu.targets:TmaSwizzle",
+    "wgmma.descriptor": "gpu.targets:WgmmaDescriptor",
 }
 
 

@@ -5,12 +5,11 @@ canonical layouts (MN- or K-major, no swizzle / 32B / 64B / 128B) map a matrix c
 (mn, k) to an element offset in CuTe notation; the swizzle ``Swizzle<B,4,3>`` then acts on the
 byte address. ``smem_address`` is the resulting map (mn, k) -> shared-memory byte address.
 
-How the base offset enters: the swizzle is a function of the address bits [4, 10) relative to
-the pattern's 1024/512/256-byte repeat, and the base offset says where in that repeat the
-pattern starts (Matrix Descriptor Format: ``(pattern start addr >> 7) & 7``). With the base
-offset the PTX formula asks for, that equals swizzling the absolute byte address, which is also
-what TMA writes (seed 004, base-offset table); ``smem_address`` computes exactly that, and
-``descriptor_base_offset`` says what the descriptor must then carry.
+How the base offset enters (measured on an H200, docs/results/): the swizzle XORs address bits
+[7, 7+B) into bits [4, 4+B) after subtracting the descriptor's base offset from the row bits,
+``phase = ((addr >> 7) - base_offset) mod 2^B``. PTX's rule, ``base offset = (pattern start addr
+>> 7) & 7``, therefore puts phase 0 on the pattern's first row wherever it starts; with base
+offset 0 the phase is that of the absolute address, which is what TMA writes (seed 004).
 
 Also here: CUTLASS's ``make_gmma_desc`` (seed 002) that derives a descriptor from a CuTe
 shared-memory layout; it always writes base offset 0.
@@ -140,6 +139,14 @@ def descriptor_base_offset(pattern_start: int, mode: SwizzleMode) -> int:
     return (pattern_start >> 7) & 7
 
 
+def swizzle_address(address: int, mode: SwizzleMode, base_offset: int = 0) -> int:
+    """The byte address wgmma reads for unswizzled ``address``: row bits [7, 7+B) minus the base
+    offset, XOR-ed into bits [4, 4+B) (Swizzle<B,4,3> when the base offset is 0)."""
+    bits = mode.swizzle.bits
+    phase = ((address >> 7) - base_offset) & ((1 << bits) - 1)
+    return address ^ (phase << 4)
+
+
 def element_units(elem_bits: int) -> int:
     """T = 128 / sizeof-elements-in-bits: elements per 16-byte unit (Canonical Layouts)."""
     if elem_bits not in ELEMENT_BITS:
@@ -159,6 +166,7 @@ class CanonicalLayout:
     lbo: int  # leading dimension byte offset
     sbo: int  # stride dimension byte offset
     start: int = 0  # byte address of element (0, 0) before swizzling
+    base_offset: int = 0  # the descriptor's base-offset field (bits 51-49)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "major", Major(self.major))
@@ -198,30 +206,32 @@ class CanonicalLayout:
         return Layout(((8, m), (T, 2 * k)), ((W * T, sbo), (1, T)))
 
     def composed(self) -> ComposedLayout:
-        """``Swizzle<B,4,3> o smem_ptr o layout``: (mn, k) -> byte address."""
+        """``Swizzle<B,4,3> o smem_ptr o layout``: (mn, k) -> byte address, for base offset 0."""
         return ComposedLayout(self.swizzle.swizzle, self.start, self.layout(), self.elem_bits)
 
     def smem_address(self, mn: int, kk: int) -> int:
         """Byte address of element (mn, k)."""
-        return self.composed()((mn, kk))
+        bits = self.layout()((mn, kk)) * self.elem_bits
+        if bits % 8:
+            raise LayoutError(f"element ({mn}, {kk}) does not start on a byte")
+        return swizzle_address(self.start + bits // 8, self.swizzle, self.base_offset)
 
     def addresses(self) -> list[list[int]]:
         """Every element's byte address, [mn][k]."""
         rows, cols = self.shape
-        composed = self.composed()
-        return [[composed((r, c)) for c in range(cols)] for r in range(rows)]
+        return [[self.smem_address(r, c) for c in range(cols)] for r in range(rows)]
 
-    def descriptor(self, base_offset: int | None = None) -> MatrixDescriptor:
-        """The descriptor PTX asks for: LBO encoded 1 where it is "not used, assumed 1"
-        (swizzled K-major), the base offset from the pattern start unless given."""
+    def descriptor(self) -> MatrixDescriptor:
+        """The descriptor of this layout: LBO encoded 1 where it is "not used, assumed 1"
+        (swizzled K-major)."""
         lbo_field = 1 if self.major is Major.K and self.swizzle is not SwizzleMode.NONE else matrix_descriptor_encode(self.lbo)
-        if base_offset is None:
-            base_offset = descriptor_base_offset(self.start, self.swizzle)
-        return MatrixDescriptor(matrix_descriptor_encode(self.start), lbo_field, matrix_descriptor_encode(self.sbo), base_offset, self.swizzle)
+        return MatrixDescriptor(matrix_descriptor_encode(self.start), lbo_field, matrix_descriptor_encode(self.sbo), self.base_offset, self.swizzle)
 
     def affine_layout(self) -> tuple[LinearLayout, int]:
         """(L, c) with address(mn, k) = L(mn, k) XOR c, when the map is F2-affine (power-of-two
         extents and strides whose bits never carry into each other); LayoutError otherwise."""
+        if self.base_offset:
+            raise LayoutError("with a non-zero base offset the swizzle subtracts, which is not F2-affine")
         rows, cols = self.shape
         log2_exact(rows, "MN extent")
         log2_exact(cols, "K extent")
@@ -239,7 +249,7 @@ class CanonicalLayout:
 
 def from_descriptor(desc: MatrixDescriptor, major: Major, elem_bits: int, m: int, k: int) -> CanonicalLayout:
     """The canonical layout a descriptor denotes for an m x k repeat of the pattern."""
-    return CanonicalLayout(major, desc.swizzle, elem_bits, m, k, desc.lbo_bytes, desc.sbo_bytes, desc.start_bytes)
+    return CanonicalLayout(major, desc.swizzle, elem_bits, m, k, desc.lbo_bytes, desc.sbo_bytes, desc.start_bytes, desc.base_offset)
 
 
 def make_gmma_desc(major: Major, tensor: Layout | ComposedLayout, elem_bits: int, start: int | None = None) -> MatrixDescriptor:

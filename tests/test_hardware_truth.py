@@ -2,8 +2,9 @@
 
 ``tests/data/hw_tma_h200.json`` holds 400 seeded TMA copies run on an NVIDIA H200 by
 ``python -m gpu.record tma 400 ...``: per case the params and the SHA-256 of the shared-memory
-window the GPU wrote (or the driver's refusal). The oracle must reproduce every window; a planted
-oracle error must not.
+window the GPU wrote (or the driver's refusal). ``tests/data/hw_wgmma_h200.json`` holds 400 wgmma
+operand reads (``python -m gpu.record wgmma 400 ...``): the SHA-256 of the table of addresses the
+tensor cores read. The oracles must reproduce every record; a planted oracle error must not.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import pytest
 
 from gpu.targets import box_from_params
 from gpu.tma import expected_window
+from gpu.wgmma import probe_layout
+from oracles import wgmma
 from oracles.tma import SwizzleMode, TiledBox
 
 RECORD = json.loads((Path(__file__).parent / "data" / "hw_tma_h200.json").read_text())
+WGMMA = json.loads((Path(__file__).parent / "data" / "hw_wgmma_h200.json").read_text())
 
 
 def _mismatches() -> list[dict]:
@@ -71,3 +75,47 @@ def test_planted_error_ignoring_the_base_offset_is_caught(monkeypatch, mode):
     monkeypatch.setattr(TiledBox, "address", lambda self, index: self.dst + self.swizzle(self.dense_offset(index))
                         if self.swizzle is mode else original(self, index))
     assert len(_mismatches()) > 5
+
+
+def _wgmma_mismatches() -> list[dict]:
+    wrong = []
+    for case in WGMMA["cases"]:
+        table = probe_layout(case["params"]).addresses()
+        if hashlib.sha256(json.dumps(table).encode()).hexdigest() != case["sha256"]:
+            wrong.append(case["params"])
+    return wrong
+
+
+def test_wgmma_record_covers_the_folklore():
+    params = [c["params"] for c in WGMMA["cases"]]
+    assert {(p["operand"], p["major"], p["swizzle"]) for p in params} >= {
+        (o, m, s) for o in "AB" for m in ("k", "mn") for s in ("NONE", "B32", "B64", "B128")
+    }
+    assert {p["lbo_field"] for p in params if p["lbo_field"] is not None} >= {0, 1, 16}
+    unaligned = [p for p in params if p["swizzle"] != "NONE" and p["start"] % wgmma.SwizzleMode[p["swizzle"]].repeat_bytes]
+    assert {str(p["base_offset"]) for p in unaligned} >= {"ptx", "zero"}
+
+
+def test_oracle_reproduces_every_recorded_wgmma_read():
+    assert _wgmma_mismatches() == []
+
+
+def test_planted_error_lbo_and_sbo_swapped_is_caught(monkeypatch):
+    original = wgmma.CanonicalLayout.layout
+
+    def swapped(self):
+        return original(wgmma.CanonicalLayout(self.major, self.swizzle, self.elem_bits, self.m, self.k, self.sbo, self.lbo))
+
+    monkeypatch.setattr(wgmma.CanonicalLayout, "layout", swapped)
+    assert len(_wgmma_mismatches()) > 50
+
+
+@pytest.mark.parametrize("wrong", ["absolute", "added"])
+def test_planted_error_wrong_base_offset_formula_is_caught(monkeypatch, wrong):
+    def model(address, mode, base_offset=0):
+        bits = mode.swizzle.bits
+        row = address >> 7 if wrong == "absolute" else (address >> 7) + base_offset
+        return address ^ ((row & ((1 << bits) - 1)) << 4)
+
+    monkeypatch.setattr(wgmma, "swizzle_address", model)
+    assert len(_wgmma_mismatches()) > 20
