@@ -1,0 +1,59 @@
+"""GPU driver throughput: cases per second with many cases per launch vs one case per launch.
+
+    python benchmarks/gpu_throughput.py [--cases 2000]
+
+Prints a table (batched, one per launch, ratio) for tma.swizzle and wgmma.descriptor; exits 2 with
+a reason when there is no sm_90 device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from generators.source import RandomSource  # noqa: E402
+from gpu.targets import WINDOW, TmaSwizzle, WgmmaDescriptor, box_from_params, cuda_device_availability  # noqa: E402
+
+
+def rate(run, items, single: int) -> tuple[float, float]:
+    run(items[:8])  # warm up: compile, context, allocator
+    start = time.perf_counter()
+    run(items)
+    batched = len(items) / (time.perf_counter() - start)
+    start = time.perf_counter()
+    for item in items[:single]:
+        run([item])
+    return batched, single / (time.perf_counter() - start)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=2000)
+    args = parser.parse_args()
+    available = cuda_device_availability(9)
+    if not available.available:
+        print(f"gpu_throughput: {available.reason}", file=sys.stderr)
+        return 2
+    from gpu.tma import TmaRunner
+    from gpu.wgmma import WgmmaRunner
+
+    boxes = [box_from_params(TmaSwizzle().generate(RandomSource(f"bench/tma/{i}"))) for i in range(args.cases)]
+    probes = [WgmmaDescriptor().generate(RandomSource(f"bench/wgmma/{i}")) for i in range(args.cases)]
+    tma, wg = TmaRunner(), WgmmaRunner()
+    rows = [
+        ("tma.swizzle", *rate(lambda b: tma.run(b, WINDOW), boxes, 100)),
+        ("wgmma.descriptor", *rate(wg.run, probes, 100)),
+    ]
+    print("| target | cases/s, one launch for all | cases/s, one launch per case | ratio |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, batched, single in rows:
+        print(f"| {name} | {batched:,.0f} | {single:,.0f} | {batched / single:.1f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
