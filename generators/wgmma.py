@@ -56,18 +56,21 @@ def descriptor(source: Source) -> MatrixDescriptor:
 
 
 PROBE_WINDOW = 32 * 1024  # bytes of shared memory the operand under test may touch
-LBO_FOLKLORE = (0, 1, 16)  # what CUTLASS, DeepGEMM, ThunderKittens and JAX write where LBO is ignored
+LBO_FOLKLORE = (0, 1, 16)
+PROBE_DTYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")  # what CUTLASS, DeepGEMM, ThunderKittens and JAX write where LBO is ignored
 
 
 def device_case(source: Source) -> dict:
-    """One operand of one m64nNk16 f16 wgmma, as the GPU probe runs it: which operand, major-ness,
+    """One operand of one m64nNk{8,16,32} wgmma, as the GPU probe runs it: element type, which operand, major-ness,
     swizzle, N, LBO/SBO, a start address (on or off the pattern repeat), the LBO field where PTX
     ignores it (0, 1, 16 or random) and the base-offset field (the PTX value, 0 as the peers write
     it, or random)."""
+    dtype = source.choice(PROBE_DTYPES)
+    bits = 32 if dtype == "tf32" else 16 if dtype in ("f16", "bf16") else 8
     operand = source.choice(("A", "B"))
-    major = source.choice(list(Major))
+    major = source.choice(list(Major)) if bits == 16 else Major.K  # only 16-bit operands may be MN-major
     mode = source.choice(list(SwizzleMode))
-    W, T = mode.width, 8
+    W, T = mode.width, 128 // bits
     n = 16 if operand == "A" else source.choice((16, 64))
     mn = 64 if operand == "A" else n
     if major is Major.MN and mn < T * W:
@@ -93,15 +96,15 @@ def device_case(source: Source) -> dict:
     start = repeat * source.integer(0, 3) + 128 * source.integer(0, 7) * (mode is not SwizzleMode.NONE)
     if source.integer(0, 3) == 0:
         start += 16 * source.integer(1, 7)  # inside a pattern row
-    layout = CanonicalLayout(major, mode, 16, m, k, lbo, sbo, start)
+    layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, start)
     if max(max(row) for row in layout.addresses()) + 16 > PROBE_WINDOW:
-        layout = CanonicalLayout(major, mode, 16, m, k, lbo, sbo, 0)
+        layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, 0)
     lbo_field = None
     if major is Major.K and mode is not SwizzleMode.NONE:
         lbo_field = source.choice((*LBO_FOLKLORE, source.integer(2, (1 << 14) - 1)))
     base_choice = source.choice(("ptx", "ptx", "zero", "random"))
     return {
-        "operand": operand, "major": major.value, "swizzle": mode.name, "n": n, "m": m, "k": k,
+        "dtype": dtype, "operand": operand, "major": major.value, "swizzle": mode.name, "n": n, "m": m, "k": k,
         "lbo": layout.lbo, "sbo": layout.sbo, "start": layout.start, "lbo_field": lbo_field, "base_offset": base_choice
         if base_choice != "random" else source.integer(0, 7),
     }

@@ -1,8 +1,9 @@
 """Driver for the wgmma descriptor probe (gpu/kernels/wgmma_probe.cu): which shared-memory element
-the tensor cores read for every (mn, k) of an operand, given its descriptor.
+the tensor cores read for every (mn, k) of an operand, given its descriptor, for f16, bf16, tf32,
+e4m3, e5m2, s8 and u8 operands.
 
-``probe_layout``, ``probe_descriptor``, ``identity_image`` and ``decode`` are pure; ``WgmmaRunner``
-needs an sm_90 device (and torch for buffers).
+``probe_layout``, ``probe_descriptor``, ``digit_plan`` and ``decode`` are pure; ``WgmmaRunner``
+needs an sm_90a device (and torch for buffers).
 """
 
 from __future__ import annotations
@@ -16,8 +17,19 @@ from oracles.wgmma import CanonicalLayout, Major, MatrixDescriptor, SwizzleMode,
 
 WINDOW = 32 * 1024
 THREADS = 128
-DIGIT_BITS = 11  # f16 holds integers up to 2048 exactly
-IDENTITY = CanonicalLayout(Major.K, SwizzleMode.NONE, 16, 8, 1, lbo=128, sbo=256)  # 64 x 16, K-major, no swizzle
+# element type -> (kernel code, bits, digit bits: the largest n with every integer below 2^n exact)
+DTYPES = {
+    "f16": (0, 16, 11), "bf16": (1, 16, 8), "tf32": (2, 32, 11), "e4m3": (3, 8, 4), "e5m2": (4, 8, 3),
+    "s8": (5, 8, 7), "u8": (6, 8, 8),
+}
+IDENTITY = CanonicalLayout(Major.K, SwizzleMode.NONE, 16, 8, 1, lbo=128, sbo=256)  # 8-row x 16-byte cores, K-major
+
+
+def digit_plan(dtype: str) -> list[tuple[int, int]]:
+    """(shift, bits) of each launch: together they carry every element index of the window."""
+    _, bits, digit = DTYPES[dtype]
+    index_bits = (WINDOW * 8 // bits - 1).bit_length()
+    return [(shift, digit) for shift in range(0, index_bits, digit)]
 
 
 def probe_base_offset(p: Mapping[str, Any]) -> int:
@@ -30,7 +42,8 @@ def probe_base_offset(p: Mapping[str, Any]) -> int:
 
 def probe_layout(p: Mapping[str, Any]) -> CanonicalLayout:
     """The canonical layout of the operand under test (offsets from the 1024-aligned window base)."""
-    return CanonicalLayout(Major(p["major"]), SwizzleMode[p["swizzle"]], 16, p["m"], p["k"], p["lbo"], p["sbo"], p["start"],
+    bits = DTYPES[p.get("dtype", "f16")][1]
+    return CanonicalLayout(Major(p["major"]), SwizzleMode[p["swizzle"]], bits, p["m"], p["k"], p["lbo"], p["sbo"], p["start"],
                            probe_base_offset(p))
 
 
@@ -43,33 +56,25 @@ def probe_descriptor(p: Mapping[str, Any]) -> MatrixDescriptor:
     return desc
 
 
-def identity_image() -> np.ndarray:
-    """2048 f16 words: a 64 x 16 K-major identity (1.0 where mn == k) in the IDENTITY layout."""
-    image = np.zeros(2048, dtype=np.float16)
-    for mn in range(64):
-        for kk in range(16):
-            image[IDENTITY.smem_address(mn, kk) // 2] = 1.0 if mn == kk else 0.0
-    return image.view(np.uint16)
-
-
 def decode(p: Mapping[str, Any], digits: list[np.ndarray]) -> list[list[int]]:
     """Byte offset (from the window base) of the element read for each (mn, k), from the
     accumulators of the digit launches; -1 where a value is not a digit."""
     layout = probe_layout(p)
     rows, cols = layout.shape
+    elem_bytes = layout.elem_bits // 8
     index = np.zeros((64, 64), dtype=np.int64)
     bad = np.zeros((64, 64), dtype=bool)
-    for shift, d in enumerate(digits):
+    for (shift, bits), d in zip(digit_plan(p.get("dtype", "f16")), digits):
         values = np.asarray(d, dtype=np.float64).reshape(64, 64)
         ints = np.rint(values)
-        bad |= (ints != values) | (ints < 0) | (ints >= 1 << DIGIT_BITS)
-        index += ints.astype(np.int64) << (DIGIT_BITS * shift)
+        bad |= (ints != values) | (ints < 0) | (ints >= 1 << bits)
+        index += ints.astype(np.int64) << shift
     out = []
     for mn in range(rows):
         row = []
         for kk in range(cols):
-            r, c = (mn, kk) if p["operand"] == "A" else (kk, mn)  # D = A (B identity) or D[:16] = B
-            row.append(-1 if bad[r, c] else int(index[r, c]) * 2)
+            r, c = (mn, kk) if p["operand"] == "A" else (kk, mn)  # D = A (B identity) or D[:K] = B
+            row.append(-1 if bad[r, c] else int(index[r, c]) * elem_bytes)
         out.append(row)
     return out
 
@@ -88,10 +93,19 @@ class WgmmaRunner:
         self.device.set_current()
         self.stream = self.device.create_stream()
         self.kernel = compile_kernel("wgmma_probe.cu").get_kernel("wgmma_probe")
-        self.identity = torch.from_numpy(identity_image().astype(np.int16)).cuda()
         self.identity_desc = IDENTITY.descriptor().encode() & ~0x3FFF
 
     def run(self, cases: list[Mapping[str, Any]]) -> list[list[list[int]]]:
+        """The read-address table of each case; one launch per digit per element type."""
+        results: list[list[list[int]]] = [[] for _ in cases]
+        for dtype in DTYPES:
+            group = [i for i, p in enumerate(cases) if p.get("dtype", "f16") == dtype]
+            if group:
+                for i, table in zip(group, self._run_type(dtype, [cases[i] for i in group])):
+                    results[i] = table
+        return results
+
+    def _run_type(self, dtype: str, cases: list[Mapping[str, Any]]) -> list[list[list[int]]]:
         from cuda.core import LaunchConfig, launch
 
         from gpu.tma import DeviceFault
@@ -103,16 +117,16 @@ class WgmmaRunner:
                         1 if p["major"] == "mn" else 0, p["n"])
         cases_dev = torch.from_numpy(table.view(np.uint8)).cuda()
         digits = []
-        for launch_index in range(2):
+        for shift, bits in digit_plan(dtype):
             out = torch.zeros((len(cases), 64 * 64), dtype=torch.float32, device="cuda")
             torch.cuda.synchronize()
             config = LaunchConfig(grid=len(cases), block=THREADS, shmem_size=WINDOW + 4096 + 1024)
             try:
-                launch(self.stream, config, self.kernel, np.uint64(cases_dev.data_ptr()), np.uint64(self.identity.data_ptr()),
-                       np.uint64(self.identity_desc), np.uint64(out.data_ptr()), np.int32(WINDOW),
-                       np.int32(DIGIT_BITS * launch_index))
+                launch(self.stream, config, self.kernel, np.uint64(cases_dev.data_ptr()), np.int32(DTYPES[dtype][0]),
+                       np.uint64(self.identity_desc), np.uint64(out.data_ptr()), np.int32(WINDOW), np.int32(shift),
+                       np.int32(bits))
                 self.stream.sync()
             except Exception as exc:
                 raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc
             digits.append(out.cpu().numpy())
-        return [decode(p, [digits[0][i], digits[1][i]]) for i, p in enumerate(cases)]
+        return [decode(p, [d[i] for d in digits]) for i, p in enumerate(cases)]

@@ -8,7 +8,7 @@ import pytest
 
 from generators.source import RandomSource
 from generators.wgmma import PROBE_WINDOW, device_case
-from gpu.wgmma import IDENTITY, decode, identity_image, probe_descriptor, probe_layout
+from gpu.wgmma import DTYPES, IDENTITY, decode, digit_plan, probe_descriptor, probe_layout
 from oracles.wgmma import SwizzleMode
 
 
@@ -20,33 +20,42 @@ def test_probe_cases_are_injective_fit_the_window_and_carry_the_folklore():
         addresses = [a for row in layout.addresses() for a in row]
         assert len(set(addresses)) == len(addresses) and max(addresses) + 16 <= PROBE_WINDOW
         rows, cols = layout.shape
-        assert (rows, cols) == ((64, 16) if p["operand"] == "A" else (p["n"], 16))
+        k_extent = 32 * 8 // DTYPES[p["dtype"]][1]  # K of one wgmma: 32 bytes
+        assert (rows, cols) == ((64, k_extent) if p["operand"] == "A" else (p["n"], k_extent))
+        if DTYPES[p["dtype"]][1] != 16:
+            assert p["major"] == "k"  # PTX: only 16-bit operands may be transposed
+        seen.add(("dtype", p["dtype"]))
         desc = probe_descriptor(p)
         if p["lbo_field"] is not None:
             seen.add(("lbo", min(desc.leading_byte_offset, 17)))
         seen.add(("base", p["base_offset"] if isinstance(p["base_offset"], str) else "random"))
     assert {("lbo", 0), ("lbo", 1), ("lbo", 16), ("lbo", 17), ("base", "ptx"), ("base", "zero"), ("base", "random")} <= seen
+    assert {("dtype", d) for d in DTYPES} <= seen
 
 
-def test_identity_image_is_a_k_major_identity():
-    image = identity_image().view(np.float16)
-    assert image.sum() == 16
-    for k in range(16):
-        assert image[IDENTITY.smem_address(k, k) // 2] == 1.0
+def test_digit_plans_cover_the_window_exactly_in_each_type():
+    for dtype, (_, bits, digit) in DTYPES.items():
+        plan = digit_plan(dtype)
+        covered = sum(b for _, b in plan)
+        assert covered >= (32 * 1024 * 8 // bits - 1).bit_length() and all(b == digit for _, b in plan)
+    assert digit_plan("f16") == [(0, 11), (11, 11)] and len(digit_plan("e5m2")) == 5
     assert IDENTITY.descriptor().swizzle is SwizzleMode.NONE
 
 
-def test_decode_reads_digits_back_into_addresses():
-    p = device_case(RandomSource("w/3"))
+@pytest.mark.parametrize("index", range(6))
+def test_decode_reads_digits_back_into_addresses(index):
+    p = device_case(RandomSource(f"w/{index}"))
     expected = probe_layout(p).addresses()
-    lo, hi = np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32)
+    elem_bytes = DTYPES[p["dtype"]][1] // 8
+    digits = [np.zeros((64, 64), np.float32) for _ in digit_plan(p["dtype"])]
     for mn, row in enumerate(expected):
         for kk, address in enumerate(row):
             r, c = (mn, kk) if p["operand"] == "A" else (kk, mn)
-            lo[r, c], hi[r, c] = (address // 2) & 2047, (address // 2) >> 11
-    assert decode(p, [lo, hi]) == expected
-    lo[0, 0] = 0.5  # not a digit: reported as -1 (element (0, 0) is D[0, 0] for either operand)
-    assert decode(p, [lo, hi])[0][0] == -1
+            for d, (shift, bits) in zip(digits, digit_plan(p["dtype"])):
+                d[r, c] = (address // elem_bytes >> shift) & ((1 << bits) - 1)
+    assert decode(p, digits) == expected
+    digits[0][0, 0] = 0.5  # not a digit: reported as -1 (element (0, 0) is D[0, 0] for either operand)
+    assert decode(p, digits)[0][0] == -1
 
 
 def test_probe_kernel_compiles_for_sm_90a_without_a_gpu():
