@@ -71,7 +71,8 @@ def device_case(source: Source) -> dict:
     major = source.choice(list(Major)) if bits == 16 else Major.K  # only 16-bit operands may be MN-major
     mode = source.choice(list(SwizzleMode))
     W, T = mode.width, 128 // bits
-    n = 16 if operand == "A" else source.choice((16, 64))
+    # A under test is seen through D = A x I (N columns): N must cover K (32 for 8-bit types)
+    n = (16 if bits >= 16 else 64) if operand == "A" else source.choice((16, 64))
     mn = 64 if operand == "A" else n
     if major is Major.MN and mn < T * W:
         mode = SwizzleMode.B32 if mn >= 16 else SwizzleMode.NONE

@@ -22,6 +22,8 @@ def test_probe_cases_are_injective_fit_the_window_and_carry_the_folklore():
         rows, cols = layout.shape
         k_extent = 32 * 8 // DTYPES[p["dtype"]][1]  # K of one wgmma: 32 bytes
         assert (rows, cols) == ((64, k_extent) if p["operand"] == "A" else (p["n"], k_extent))
+        if p["operand"] == "A":
+            assert p["n"] >= k_extent  # every column of A shows in D = A x I
         if DTYPES[p["dtype"]][1] != 16:
             assert p["major"] == "k"  # PTX: only 16-bit operands may be transposed
         seen.add(("dtype", p["dtype"]))
