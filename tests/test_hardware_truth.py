@@ -22,7 +22,8 @@ from oracles import wgmma
 from oracles.tma import SwizzleMode, TiledBox
 
 RECORD = json.loads((Path(__file__).parent / "data" / "hw_tma_h200.json").read_text())
-WGMMA = json.loads((Path(__file__).parent / "data" / "hw_wgmma_h200.json").read_text())
+WGMMA = json.loads((Path(__file__).parent / "data" / "hw_wgmma_h200.json").read_text())  # f16
+WGMMA_TYPES = json.loads((Path(__file__).parent / "data" / "hw_wgmma_types_h200.json").read_text())  # every type
 
 
 def _mismatches() -> list[dict]:
@@ -79,7 +80,7 @@ def test_planted_error_ignoring_the_base_offset_is_caught(monkeypatch, mode):
 
 def _wgmma_mismatches() -> list[dict]:
     wrong = []
-    for case in WGMMA["cases"]:
+    for case in WGMMA["cases"] + WGMMA_TYPES["cases"]:
         table = probe_layout(case["params"]).addresses()
         if hashlib.sha256(json.dumps(table).encode()).hexdigest() != case["sha256"]:
             wrong.append(case["params"])
@@ -94,6 +95,7 @@ def test_wgmma_record_covers_the_folklore():
     assert {p["lbo_field"] for p in params if p["lbo_field"] is not None} >= {0, 1, 16}
     unaligned = [p for p in params if p["swizzle"] != "NONE" and p["start"] % wgmma.SwizzleMode[p["swizzle"]].repeat_bytes]
     assert {str(p["base_offset"]) for p in unaligned} >= {"ptx", "zero"}
+    assert {c["params"]["dtype"] for c in WGMMA_TYPES["cases"]} == {"f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"}
 
 
 def test_oracle_reproduces_every_recorded_wgmma_read():
