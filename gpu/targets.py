@@ -21,20 +21,23 @@ from oracles.tma import SwizzleMode, TiledBox
 WINDOW = 24 * 1024  # shared-memory bytes dumped per case: the largest offset plus the largest box
 
 
-def cuda_device_availability(min_major: int = 9) -> Availability:
-    """A CUDA device of compute capability >= ``min_major``, cuda.core, cuda.bindings and torch."""
+def cuda_device_availability(min_major: int = 9, needs: tuple[str, ...] = ("torch", "cuda.core")) -> Availability:
+    """A CUDA device of compute capability >= ``min_major``, and the Python packages ``needs``."""
     try:
-        import torch  # noqa: F401
         from cuda.bindings import runtime
-        from cuda.core import Device  # noqa: F401
-    except Exception as exc:
-        return Availability(False, f"needs torch, cuda.core and cuda.bindings: {exc}")
+    except Exception:
+        return Availability(False, "no CUDA device (cuda.bindings is not installed)")
     err, count = runtime.cudaGetDeviceCount()
     if err != runtime.cudaError_t.cudaSuccess or count == 0:
         return Availability(False, "no CUDA device")
     err, major = runtime.cudaDeviceGetAttribute(runtime.cudaDeviceAttr.cudaDevAttrComputeCapabilityMajor, 0)
     if major < min_major:
         return Availability(False, f"needs compute capability {min_major}.0 or newer, device 0 has {major}.x")
+    for name in needs:
+        try:
+            __import__(name)
+        except Exception as exc:
+            return Availability(False, f"needs {name}: {exc}")
     return Availability(True)
 
 

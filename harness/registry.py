@@ -16,6 +16,7 @@ BUILTIN: dict[str, str] = {
     "triton.compile": "harness.targets.triton_compile:TritonCompile",
     "tma.swizzle": "gpu.targets:TmaSwizzle",
     "wgmma.descriptor": "gpu.targets:WgmmaDescriptor",
+    "triton.convert_layout": "gpu.triton_targets:TritonConvertLayout",
 }
 
 
