@@ -74,3 +74,17 @@ def convert_probe_3d(src, dst, tid_a, tid_b, A: ttgl.constexpr, B: ttgl.constexp
 
 
 CONVERT_PROBES = {1: convert_probe_1d, 2: convert_probe_2d, 3: convert_probe_3d}
+
+
+@gluon.jit
+def shared_probe_2d(src, dst, raw, A: ttgl.constexpr, B: ttgl.constexpr, S: ttgl.constexpr, F: ttgl.constexpr,
+                    S0: ttgl.constexpr, S1: ttgl.constexpr):
+    """Store a tile from layout A into shared layout S, load it as B, and dump shared memory flat."""
+    oa = _offsets_2d(A, S0, S1)
+    x = ttgl.load(src + oa)
+    smem = ttgl.allocate_shared_memory(src.dtype.element_ty, [S0, S1], S, x)
+    y = smem.load(B)
+    ttgl.store(dst + _offsets_2d(B, S0, S1), y)
+    flat = smem._reinterpret(src.dtype.element_ty, [S0 * S1], ttgl.SwizzledSharedLayout(1, 1, 1, [0]))
+    of = ttgl.arange(0, S0 * S1, layout=F)
+    ttgl.store(raw + of, flat.load(F))

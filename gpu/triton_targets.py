@@ -133,3 +133,87 @@ class TritonConvertLayout(Target):
                      B=gluon_layout(LinearLayout.from_dict(p["b"]), shape), num_warps=p["num_warps"], **sizes)
         torch.cuda.synchronize()
         return {"data_mismatches": int((dst != src).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
+
+
+class TritonSharedMemory(Target):
+    name = "triton.shared_memory"
+    description = "Gluon shared-memory round trips on the GPU: data, and the raw placement vs the memory-layout oracle"
+    requires = ("cuda device sm_90", "triton", "torch")
+
+    def availability(self) -> Availability:
+        return cuda_device_availability(9, ("torch", "triton"))
+
+    def versions(self) -> Mapping[str, str]:
+        return TritonConvertLayout().versions()
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        from generators import legacy_layouts
+        from generators.layouts import memory_layout
+        from oracles import triton_layouts as tl
+
+        kind = source.choice(("swizzled_shared", "nvmma_shared", "linear"))
+        elem_bits = source.choice((8, 16, 32) if kind == "nvmma_shared" else (8, 16, 32, 64))
+        # element ids must fit the element type exactly: at most 2^8 elements of 8 bits
+        shape = legacy_layouts.shape(source, 2, min_log2=3, max_total_log2=min(12, elem_bits), max_dim_log2=8)
+        outs = [(f"dim{i}", s) for i, s in enumerate(shape)]
+        warps = source.integer(0, 3)
+        a = distributed_layout(source, outs=outs, fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
+        b = distributed_layout(source, outs=outs, fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
+        params = {"kind": kind, "shape": shape, "num_warps": 1 << warps, "elem_bits": elem_bits, "a": a.to_dict(), "b": b.to_dict()}
+        if kind == "linear":
+            params["offset_bases"] = [list(x) for x in dict(memory_layout(source, "offset", outs=outs).in_dims)["offset"]]
+        else:
+            layout, _, _ = legacy_layouts.shared(source, kind, elem_bits, rank=2, tensor_shape=shape)
+            params["shared"] = tl.to_dict(layout)
+        return params
+
+    def family(self, case: Case) -> str:
+        return f"{case.params.get('kind', '?')}:{case.params.get('elem_bits', '?')}b"
+
+    def shared_layout(self, p: Mapping[str, Any]) -> LinearLayout:
+        """The oracle's memory layout: offset -> element."""
+        from oracles import triton_layouts as tl
+
+        outs = [(f"dim{i}", s) for i, s in enumerate(p["shape"])]
+        if "offset_bases" in p:
+            return LinearLayout.from_bases({"offset": p["offset_bases"]}, outs)
+        layout = tl.from_dict(p["shared"]).linear_layout(p["shape"])
+        return layout.sublayout(["offset"], [n for n, _ in outs])
+
+    def validate(self, case: Case) -> None:
+        if not self.shared_layout(case.params).is_invertible():
+            raise ValueError("the shared layout is not a memory layout (Def 4.14)")
+
+    def expected(self, case: Case) -> Any:
+        """Data intact, and raw shared offset o holding element S(o) (row-major index)."""
+        p = case.params
+        shared = self.shared_layout(p)
+        s0, s1 = p["shape"]
+        placement = []
+        for offset in range(s0 * s1):
+            where = shared.apply({"offset": offset})
+            placement.append(where["dim0"] * s1 + where["dim1"])
+        return {"data_mismatches": 0, "placement": placement}
+
+    def observed(self, case: Case) -> Any:
+        import torch
+        from triton.experimental.gluon import language as ttgl
+
+        from gpu.gluon_probes import shared_probe_2d
+        from harness.targets.gluon import shared_linear, to_gluon
+        from oracles import triton_layouts as tl
+
+        p = case.params
+        s0, s1 = p["shape"]
+        numel = s0 * s1
+        dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
+        src = torch.arange(numel, dtype=torch.int64).to(dtype).cuda()  # element ids (mod 2^bits)
+        dst, raw = torch.zeros_like(src), torch.zeros_like(src)
+        shared = shared_linear(p["offset_bases"]) if "offset_bases" in p else to_gluon(tl.from_dict(p["shared"]))
+        flat = ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0])
+        shared_probe_2d[(1,)](src, dst, raw, A=gluon_layout(LinearLayout.from_dict(p["a"]), p["shape"]),
+                              B=gluon_layout(LinearLayout.from_dict(p["b"]), p["shape"]), S=shared, F=flat, S0=s0, S1=s1,
+                              num_warps=p["num_warps"])
+        torch.cuda.synchronize()
+        placement = (raw.cpu().to(torch.int64) & ((1 << p["elem_bits"]) - 1)).tolist()  # ids are exact: numel <= 2^bits
+        return {"data_mismatches": int((dst != src).sum()), "placement": placement}

@@ -17,6 +17,7 @@ BUILTIN: dict[str, str] = {
     "tma.swizzle": "gpu.targets:TmaSwizzle",
     "wgmma.descriptor": "gpu.targets:WgmmaDescriptor",
     "triton.convert_layout": "gpu.triton_targets:TritonConvertLayout",
+    "triton.shared_memory": "gpu.triton_targets:TritonSharedMemory",
 }
 
 
