@@ -10,24 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from generators.source import RandomSource  # noqa: E402
+from gpu.record import throughput  # noqa: E402
 from gpu.targets import WINDOW, TmaSwizzle, WgmmaDescriptor, box_from_params, cuda_device_availability  # noqa: E402
-
-
-def rate(run, items, single: int) -> tuple[float, float]:
-    run(items[:8])  # warm up: compile, context, allocator
-    start = time.perf_counter()
-    run(items)
-    batched = len(items) / (time.perf_counter() - start)
-    start = time.perf_counter()
-    for item in items[:single]:
-        run([item])
-    return batched, single / (time.perf_counter() - start)
 
 
 def main() -> int:
@@ -45,8 +34,8 @@ def main() -> int:
     probes = [WgmmaDescriptor().generate(RandomSource(f"bench/wgmma/{i}")) for i in range(args.cases)]
     tma, wg = TmaRunner(), WgmmaRunner()
     rows = [
-        ("tma.swizzle", *rate(lambda b: tma.run(b, WINDOW), boxes, 100)),
-        ("wgmma.descriptor", *rate(wg.run, probes, 100)),
+        ("tma.swizzle", *throughput(lambda b: tma.run(b, WINDOW), boxes, 100)[1:]),
+        ("wgmma.descriptor", *throughput(wg.run, probes, 100)[1:]),
     ]
     print("| target | cases/s, one launch for all | cases/s, one launch per case | ratio |")
     print("| --- | ---: | ---: | ---: |")

@@ -22,22 +22,7 @@ def canonical_layout(source: Source) -> CanonicalLayout:
     m = 1 << source.integer(0, 3)
     # K-major swizzled rows hold W units; 2k units per row must fit (k <= W/2)
     k = 1 << source.integer(0, max(0, (W // 2).bit_length() - 1)) if major is Major.K and mode is not SwizzleMode.NONE else 1 << source.integer(0, 2)
-    atom = 128 * W  # bytes of one 8 x W-unit swizzle atom (128 bytes of core matrix when W = 1)
-    stretch = source.integer(1, 2)  # the outer stride may leave gaps
-    if major is Major.K and mode is not SwizzleMode.NONE:  # ((8,m),(T,2k)):((WT,SBO),(1,T))
-        lbo = 16 * source.integer(0, (1 << 14) - 1)  # "not used, assumed to be 1": any value
-        sbo = atom * stretch
-    else:  # one stride steps between neighbouring atoms, the other over all of them
-        if major is Major.K:  # none: LBO between the 2k K units, SBO between the m row groups
-            counts = {"lbo": 2 * k, "sbo": m}
-        elif mode is SwizzleMode.NONE:  # MN none: SBO between MN repeats, LBO between K repeats
-            counts = {"sbo": m, "lbo": k}
-        else:  # MN swizzled: LBO between MN repeats, SBO between K repeats
-            counts = {"lbo": m, "sbo": k}
-        inner = source.choice(sorted(counts))
-        outer = "sbo" if inner == "lbo" else "lbo"
-        strides = {inner: atom, outer: atom * counts[inner] * stretch}
-        lbo, sbo = strides["lbo"], strides["sbo"]
+    lbo, sbo = strides(source, major, mode, m, k, any_ignored_lbo=True)
     # start: pattern starts on or off the repeat (base offsets 1-7), possibly inside a pattern
     repeat = mode.repeat_bytes or 128
     pattern_start = repeat * source.integer(0, 15) + 128 * source.integer(0, 7) * (mode is not SwizzleMode.NONE)
@@ -45,6 +30,28 @@ def canonical_layout(source: Source) -> CanonicalLayout:
     start = (pattern_start + inside) % (SMEM_BYTES // 2)
     base_offset = descriptor_base_offset(pattern_start % (SMEM_BYTES // 2), mode)  # PTX: phase 0 at the pattern start
     return CanonicalLayout(major, mode, bits, m, k, lbo, sbo, start, base_offset)
+
+
+def strides(source: Source, major: Major, mode: SwizzleMode, m: int, k: int, any_ignored_lbo: bool) -> tuple[int, int]:
+    """(LBO, SBO) in bytes that keep the m x k repeats apart, possibly with gaps; where PTX ignores
+    LBO (swizzled K-major) it is any 16-byte multiple, or 16 (the field the descriptor then gets is
+    the caller's business)."""
+    atom = 128 * mode.width  # bytes of one 8 x W-unit swizzle atom (128 bytes of core matrix when W = 1)
+    stretch = source.integer(1, 2)  # the outer stride may leave gaps
+    if major is Major.K and mode is not SwizzleMode.NONE:  # ((8,m),(T,2k)):((WT,SBO),(1,T))
+        lbo = 16 * source.integer(0, (1 << 14) - 1) if any_ignored_lbo else 16  # "not used, assumed to be 1"
+        return lbo, atom * stretch
+    # one stride steps between neighbouring atoms, the other over all of them
+    if major is Major.K:  # none: LBO between the 2k K units, SBO between the m row groups
+        counts = {"lbo": 2 * k, "sbo": m}
+    elif mode is SwizzleMode.NONE:  # MN none: SBO between MN repeats, LBO between K repeats
+        counts = {"sbo": m, "lbo": k}
+    else:  # MN swizzled: LBO between MN repeats, SBO between K repeats
+        counts = {"lbo": m, "sbo": k}
+    inner = source.choice(sorted(counts))
+    outer = "sbo" if inner == "lbo" else "lbo"
+    result = {inner: atom, outer: atom * counts[inner] * stretch}
+    return result["lbo"], result["sbo"]
 
 
 def descriptor(source: Source) -> MatrixDescriptor:
@@ -78,21 +85,7 @@ def device_case(source: Source) -> dict:
         mode = SwizzleMode.B32 if mn >= 16 else SwizzleMode.NONE
         W = mode.width
     m, k = (mn // 8, 1) if major is Major.K else (mn // (T * W), 2)
-    atom = 128 * W
-    stretch = source.integer(1, 2)
-    if major is Major.K and mode is not SwizzleMode.NONE:
-        lbo, sbo = 16, atom * stretch
-    else:
-        if major is Major.K:
-            counts = {"lbo": 2 * k, "sbo": m}
-        elif mode is SwizzleMode.NONE:
-            counts = {"sbo": m, "lbo": k}
-        else:
-            counts = {"lbo": m, "sbo": k}
-        inner = source.choice(sorted(counts))
-        outer = "sbo" if inner == "lbo" else "lbo"
-        strides = {inner: atom, outer: atom * counts[inner] * stretch}
-        lbo, sbo = strides["lbo"], strides["sbo"]
+    lbo, sbo = strides(source, major, mode, m, k, any_ignored_lbo=False)
     repeat = mode.repeat_bytes or 128
     start = repeat * source.integer(0, 3) + 128 * source.integer(0, 7) * (mode is not SwizzleMode.NONE)
     if source.integer(0, 3) == 0:

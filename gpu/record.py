@@ -12,9 +12,23 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from generators.source import RandomSource
+
+
+def throughput(run: Callable[[list], list], items: list, single: int = 50) -> tuple[list, float, float]:
+    """(run(items), cases/s with all items in one call, cases/s one item per call), after a warm-up
+    (compile, context, allocator)."""
+    run(items[:8])
+    start = time.perf_counter()
+    results = run(items)
+    batched = len(items) / (time.perf_counter() - start)
+    start = time.perf_counter()
+    for item in items[:single]:
+        run([item])
+    return results, batched, min(single, len(items)) / (time.perf_counter() - start)
 
 
 def record_tma(count: int) -> dict:
@@ -26,14 +40,7 @@ def record_tma(count: int) -> dict:
     params = [TmaSwizzle().generate(RandomSource(f"layoutfuzz/record/tma/{i}")) for i in range(count)]
     boxes = [box_from_params(p) for p in params]
     runner = TmaRunner()
-    runner.run(boxes[:8], WINDOW)  # warm up: compile, context, allocator
-    start = time.perf_counter()
-    results = runner.run(boxes, WINDOW)
-    batched = time.perf_counter() - start
-    single_start = time.perf_counter()
-    for box in boxes[:50]:
-        runner.run([box], WINDOW)
-    single = (time.perf_counter() - single_start) / 50
+    results, batched, single = throughput(lambda b: runner.run(b, WINDOW), boxes)
     cases = []
     for p, r in zip(params, results):
         entry = {"params": p}
@@ -44,7 +51,7 @@ def record_tma(count: int) -> dict:
         cases.append(entry)
     return {
         "target": "tma.swizzle", "device": Device().name, "window": WINDOW, "cases": cases,
-        "throughput": {"batched_cases_per_s": count / batched, "one_per_launch_cases_per_s": 1 / single},
+        "throughput": {"batched_cases_per_s": batched, "one_per_launch_cases_per_s": single},
     }
 
 
@@ -55,15 +62,7 @@ def record_wgmma(count: int, raw: bool = False) -> dict:
     from gpu.wgmma import WgmmaRunner
 
     params = [WgmmaDescriptor().generate(RandomSource(f"layoutfuzz/record/wgmma/{i}")) for i in range(count)]
-    runner = WgmmaRunner()
-    runner.run(params[:4])
-    start = time.perf_counter()
-    observed = runner.run(params)
-    batched = time.perf_counter() - start
-    single_start = time.perf_counter()
-    for p in params[:30]:
-        runner.run([p])
-    single = (time.perf_counter() - single_start) / 30
+    observed, batched, single = throughput(WgmmaRunner().run, params, single=30)
     cases = []
     for p, o in zip(params, observed):
         entry = {"params": p, "sha256": hashlib.sha256(json.dumps(o).encode()).hexdigest()}
@@ -72,7 +71,7 @@ def record_wgmma(count: int, raw: bool = False) -> dict:
         cases.append(entry)
     return {
         "target": "wgmma.descriptor", "device": Device().name, "cases": cases,
-        "throughput": {"batched_cases_per_s": count / batched, "one_per_launch_cases_per_s": 1 / single},
+        "throughput": {"batched_cases_per_s": batched, "one_per_launch_cases_per_s": single},
     }
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
-from importlib import metadata
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,20 +40,35 @@ def cuda_device_availability(min_major: int = 9, needs: tuple[str, ...] = ("torc
     return Availability(True)
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for name in ("cuda-core", "cuda-bindings", "torch"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    try:
-        from cuda.core import Device
+class GpuTarget(Target):
+    """Base of the targets that run on an sm_90 device. Package versions are in every report
+    already (``reports.report.environment_versions``); this adds the device's name."""
 
-        out["device"] = Device().name
-    except Exception:
-        pass
-    return out
+    needs: ClassVar[tuple[str, ...]] = ("torch", "cuda.core")
+
+    def availability(self) -> Availability:
+        return cuda_device_availability(9, self.needs)
+
+    def versions(self) -> Mapping[str, str]:
+        try:
+            from cuda.core import Device
+
+            return {"device": Device().name}
+        except Exception:
+            return {}
+
+    @staticmethod
+    def on_device(run: Callable[[], Any]) -> Any:
+        """``run()``; a device fault poisons the CUDA context, so it ends this worker (the harness
+        records a crash and starts a fresh one)."""
+        from gpu.device import DeviceFault
+
+        try:
+            return run()
+        except DeviceFault as exc:
+            sys.stderr.write(f"device fault: {exc}\n")
+            sys.stderr.flush()
+            os._exit(70)
 
 
 def box_from_params(p: Mapping[str, Any]) -> TiledBox:
@@ -68,16 +82,10 @@ def _tma_runner():
     return TmaRunner()
 
 
-class TmaSwizzle(Target):
+class TmaSwizzle(GpuTarget):
     name = "tma.swizzle"
     description = "TMA tiled copies on the GPU (cp.async.bulk.tensor into shared memory) vs the 5.5.7 swizzle oracle"
     requires = ("cuda device sm_90", "cuda.core", "cuda.bindings", "torch")
-
-    def availability(self) -> Availability:
-        return cuda_device_availability(9)
-
-    def versions(self) -> Mapping[str, str]:
-        return _versions()
 
     def generate(self, source: Source) -> dict[str, Any]:
         box = device_box(source)
@@ -98,14 +106,7 @@ class TmaSwizzle(Target):
         return {"window": expected_window(box_from_params(case.params), WINDOW).tobytes().hex()}
 
     def observed(self, case: Case) -> Any:
-        from gpu.tma import DeviceFault
-
-        try:
-            (result,) = _tma_runner().run([box_from_params(case.params)], WINDOW)
-        except DeviceFault as exc:  # the context is poisoned: end this worker, the case is a crash
-            sys.stderr.write(f"device fault: {exc}\n")
-            sys.stderr.flush()
-            os._exit(70)
+        (result,) = self.on_device(lambda: _tma_runner().run([box_from_params(case.params)], WINDOW))
         if isinstance(result, str):
             raise Unsupported(f"the CUDA driver refused the tensor map: {result}")
         return {"window": result.tobytes().hex()}
@@ -135,16 +136,10 @@ def _wgmma_runner():
     return WgmmaRunner()
 
 
-class WgmmaDescriptor(Target):
+class WgmmaDescriptor(GpuTarget):
     name = "wgmma.descriptor"
     description = "wgmma.mma_async (sm_90a) reading an operand through a matrix descriptor vs the canonical-layout oracle"
     requires = ("cuda device sm_90a", "cuda.core", "cuda.bindings", "torch")
-
-    def availability(self) -> Availability:
-        return cuda_device_availability(9)
-
-    def versions(self) -> Mapping[str, str]:
-        return _versions()
 
     def generate(self, source: Source) -> dict[str, Any]:
         from generators.wgmma import device_case
@@ -169,11 +164,4 @@ class WgmmaDescriptor(Target):
         return probe_layout(case.params).addresses()
 
     def observed(self, case: Case) -> Any:
-        from gpu.tma import DeviceFault
-
-        try:
-            return _wgmma_runner().run([case.params])[0]
-        except DeviceFault as exc:  # the context is poisoned: end this worker, the case is a crash
-            sys.stderr.write(f"device fault: {exc}\n")
-            sys.stderr.flush()
-            os._exit(70)
+        return self.on_device(lambda: _wgmma_runner().run([case.params])[0])

@@ -8,14 +8,13 @@ CUDA device (and torch for device buffers).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
 
 import numpy as np
 
+from gpu.device import KernelRunner
 from oracles.tma import TiledBox
 
 FILL = 0xA5  # shared-memory bytes the copy does not write keep this value
-THREADS = 128
 DTYPE_BY_BYTES = {1: 0, 2: 1, 4: 2, 8: 4}  # CU_TENSOR_MAP_DATA_TYPE_UINT8/16/32, UINT64 (value 4)
 
 
@@ -68,36 +67,18 @@ def expected_window(box: TiledBox, window: int) -> np.ndarray:
     out = np.full(window, FILL, dtype=np.uint8)
     e = box.element_bytes
     pitches = (e, *params.global_strides)
-    dims = box.loaded_dims
-    for flat in range(prod(dims)):
-        index, rest = [], flat
-        for n in dims:
-            index.append(rest % n)
-            rest //= n
+    for index in box.indices():
         src = sum(i * s * p for i, s, p in zip(index, box.element_strides, pitches))
         dst = box.address(index)
         out[dst : dst + e] = data[src : src + e]
     return out
 
 
-class DeviceFault(RuntimeError):
-    """The kernel faulted: the CUDA context is unusable and the process must end."""
-
-
-class TmaRunner:
+class TmaRunner(KernelRunner):
     """Compiles the copy kernel once and runs batches of boxes on the current CUDA device."""
 
     def __init__(self) -> None:
-        import torch
-        from cuda.core import Device
-
-        from gpu.compile import compile_kernel
-
-        self.torch = torch
-        self.device = Device()
-        self.device.set_current()
-        self.stream = self.device.create_stream()
-        self.kernel = compile_kernel("tma_copy.cu").get_kernel("tma_copy")
+        super().__init__("tma_copy.cu", "tma_copy")
 
     def encode(self, params: TensorMapParams, address: int) -> np.ndarray:
         """The 128-byte tensor map as 16 uint64 words."""
@@ -120,8 +101,6 @@ class TmaRunner:
 
     def run(self, boxes: list[TiledBox], window: int) -> list[np.ndarray | str]:
         """Each box's shared-memory window after the copy, or the CUDA error that refused it."""
-        from cuda.core import LaunchConfig, launch
-
         torch = self.torch
         results: list[np.ndarray | str] = [""] * len(boxes)
         keep, maps, cases, sources = [], [], [], []
@@ -140,14 +119,7 @@ class TmaRunner:
             tmaps = torch.from_numpy(np.stack(maps)).cuda()
             table = torch.tensor(cases, dtype=torch.int32).cuda()
             out = torch.empty((len(keep), window), dtype=torch.uint8, device="cuda")
-            torch.cuda.synchronize()
-            config = LaunchConfig(grid=len(keep), block=THREADS, shmem_size=window + 1024)
-            try:
-                launch(self.stream, config, self.kernel, np.uint64(tmaps.data_ptr()), np.uint64(table.data_ptr()),
-                       np.uint64(out.data_ptr()), np.int32(window), np.uint8(FILL))
-                self.stream.sync()
-            except Exception as exc:
-                raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc
+            self.launch(len(keep), window + 1024, tmaps, table, out, np.int32(window), np.uint8(FILL))
             dumped = out.cpu().numpy()
             for row, i in enumerate(keep):
                 results[i] = dumped[row]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import metadata
+from math import prod
 from typing import Any
 
 from generators.case import Case
 from generators.layouts import distributed_layout, split_bits
 from generators.source import Source, permutation
-from gpu.targets import cuda_device_availability
-from harness.target import Availability, Target
+from gpu.targets import GpuTarget
 from oracles.algorithms import conversion_plan
 from oracles.linear_layout import LinearLayout
 
@@ -23,10 +22,7 @@ def holders(layout: LinearLayout, shape: list[int]) -> list[int]:
     inverse = layout.right_inverse()
     names = [n for n, _ in layout.out_dims]
     out = []
-    total = 1
-    for s in shape:
-        total *= s
-    for flat in range(total):
+    for flat in range(prod(shape)):
         coords, rest = {}, flat
         for name, size in reversed(list(zip(names, shape))):
             coords[name] = rest % size
@@ -55,22 +51,11 @@ def _permuted(source: Source, layout: LinearLayout, dims: tuple[str, ...]) -> Li
     return LinearLayout(tuple((n, tuple(bases[n])) for n, _ in layout.in_dims), layout.out_dims)
 
 
-class TritonConvertLayout(Target):
+class TritonConvertLayout(GpuTarget):
     name = "triton.convert_layout"
     description = "Gluon convert_layout between random distributed linear layouts on the GPU: data and holders"
     requires = ("cuda device sm_90", "triton", "torch")
-
-    def availability(self) -> Availability:
-        return cuda_device_availability(9, ("torch", "triton"))
-
-    def versions(self) -> Mapping[str, str]:
-        out = {}
-        for name in ("triton", "torch"):
-            try:
-                out[name] = metadata.version(name)
-            except metadata.PackageNotFoundError:
-                pass
-        return out
+    needs = ("torch", "triton")
 
     def generate(self, source: Source) -> dict[str, Any]:
         rank = source.integer(1, 3)
@@ -118,9 +103,7 @@ class TritonConvertLayout(Target):
         p = case.params
         shape = list(p["shape"])
         dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
-        numel = 1
-        for s in shape:
-            numel *= s
+        numel = prod(shape)
         generator = torch.Generator().manual_seed(case.index)
         info = torch.iinfo(dtype)
         src = torch.randint(info.min, info.max, (numel,), dtype=dtype, generator=generator).cuda()
@@ -135,16 +118,11 @@ class TritonConvertLayout(Target):
         return {"data_mismatches": int((dst != src).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
 
 
-class TritonSharedMemory(Target):
+class TritonSharedMemory(GpuTarget):
     name = "triton.shared_memory"
     description = "Gluon shared-memory round trips on the GPU: data, and the raw placement vs the memory-layout oracle"
     requires = ("cuda device sm_90", "triton", "torch")
-
-    def availability(self) -> Availability:
-        return cuda_device_availability(9, ("torch", "triton"))
-
-    def versions(self) -> Mapping[str, str]:
-        return TritonConvertLayout().versions()
+    needs = ("torch", "triton")
 
     def generate(self, source: Source) -> dict[str, Any]:
         from generators import legacy_layouts

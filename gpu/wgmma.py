@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from gpu.device import KernelRunner
 from oracles.wgmma import CanonicalLayout, Major, MatrixDescriptor, SwizzleMode, descriptor_base_offset
 
 WINDOW = 32 * 1024
-THREADS = 128
 # element type -> (kernel code, bits, digit bits: the largest n with every integer below 2^n exact)
 DTYPES = {
     "f16": (0, 16, 11), "bf16": (1, 16, 8), "tf32": (2, 32, 11), "e4m3": (3, 8, 4), "e5m2": (4, 8, 3),
@@ -79,20 +79,11 @@ def decode(p: Mapping[str, Any], digits: list[np.ndarray]) -> list[list[int]]:
     return out
 
 
-class WgmmaRunner:
+class WgmmaRunner(KernelRunner):
     """Compiles the probe once and runs batches of cases on the current device."""
 
     def __init__(self) -> None:
-        import torch
-        from cuda.core import Device
-
-        from gpu.compile import compile_kernel
-
-        self.torch = torch
-        self.device = Device()
-        self.device.set_current()
-        self.stream = self.device.create_stream()
-        self.kernel = compile_kernel("wgmma_probe.cu").get_kernel("wgmma_probe")
+        super().__init__("wgmma_probe.cu", "wgmma_probe")
         self.identity_desc = IDENTITY.descriptor().encode() & ~0x3FFF
 
     def run(self, cases: list[Mapping[str, Any]]) -> list[list[list[int]]]:
@@ -106,10 +97,6 @@ class WgmmaRunner:
         return results
 
     def _run_type(self, dtype: str, cases: list[Mapping[str, Any]]) -> list[list[list[int]]]:
-        from cuda.core import LaunchConfig, launch
-
-        from gpu.tma import DeviceFault
-
         torch = self.torch
         table = np.zeros(len(cases), dtype=[("desc", "<u8"), ("start", "<i4"), ("operand", "<i4"), ("mn", "<i4"), ("n", "<i4")])
         for i, p in enumerate(cases):
@@ -119,14 +106,7 @@ class WgmmaRunner:
         digits = []
         for shift, bits in digit_plan(dtype):
             out = torch.zeros((len(cases), 64 * 64), dtype=torch.float32, device="cuda")
-            torch.cuda.synchronize()
-            config = LaunchConfig(grid=len(cases), block=THREADS, shmem_size=WINDOW + 4096 + 1024)
-            try:
-                launch(self.stream, config, self.kernel, np.uint64(cases_dev.data_ptr()), np.int32(DTYPES[dtype][0]),
-                       np.uint64(self.identity_desc), np.uint64(out.data_ptr()), np.int32(WINDOW), np.int32(shift),
-                       np.int32(bits))
-                self.stream.sync()
-            except Exception as exc:
-                raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc
+            self.launch(len(cases), WINDOW + 4096 + 1024, cases_dev, np.int32(DTYPES[dtype][0]),
+                        np.uint64(self.identity_desc), out, np.int32(WINDOW), np.int32(shift), np.int32(bits))
             digits.append(out.cpu().numpy())
         return [decode(p, [d[i] for d in digits]) for i, p in enumerate(cases)]

@@ -27,15 +27,7 @@ BANKS, BANK_BYTES, WAVEFRONT_BYTES, MAX_VECTOR_BITS = 32, 4, 128, 128
 
 def flat_columns(layout: LinearLayout, in_dim: str) -> list[int]:
     """The images of one input dim's bits as packed tensor vectors."""
-    return [_pack(layout, b) for b in dict(layout.in_dims).get(in_dim, ())]
-
-
-def _pack(layout: LinearLayout, basis: Sequence[int]) -> int:
-    value, shift = 0, 0
-    for v, (_, size) in zip(basis, layout.out_dims):
-        value |= v << shift
-        shift += size.bit_length() - 1
-    return value
+    return list(layout.dim_columns(in_dim))
 
 
 def span_dim(vectors: Sequence[int]) -> int:
@@ -67,8 +59,8 @@ def contiguous_registers(layout: LinearLayout, order: Sequence[int] | None = Non
     order = list(range(len(names) - 1, -1, -1)) if order is None else list(order)
     memory = layout.transpose_outs([names[d] for d in order])
     count = 0
-    for basis in dict(memory.in_dims).get(REGISTER, ()):
-        if _pack(memory, basis) != 1 << count:
+    for column in memory.dim_columns(REGISTER):
+        if column != 1 << count:
             break
         count += 1
     return 1 << count
@@ -141,8 +133,8 @@ def vectorisation(cvt: LinearLayout, elem_bits: int) -> int:
     """log2 of the widest ld/st.shared: largest k with 2^k elements <= 128 bits such that offsets
     1..2^(k-1) are register images (any register order, 5.3's P_Reg) and nothing else touches
     those offset bits (the left division by the identity tile exists, Theorem 5.1)."""
-    regs = [b[0] for b in dict(cvt.in_dims).get(REGISTER, ())]
-    others = [b[0] for n, bs in cvt.in_dims if n != REGISTER for b in bs]
+    regs = list(cvt.dim_columns(REGISTER))
+    others = [c for n in cvt.in_dim_names if n != REGISTER for c in cvt.dim_columns(n)]
     k = 0
     while (2 << k) * elem_bits <= MAX_VECTOR_BITS and (1 << k) in regs:
         units = {1 << j for j in range(k + 1)}
@@ -150,6 +142,18 @@ def vectorisation(cvt: LinearLayout, elem_bits: int) -> int:
             break
         k += 1
     return k
+
+
+def bank_bits(v: int, elem_bits: int, limit: int) -> int:
+    """b: log2 of the vectors of 2^v elements that fill one 128-byte wavefront (at most ``limit``)."""
+    return min(max(0, (WAVEFRONT_BYTES * 8 // ((1 << v) * elem_bits)).bit_length() - 1), limit)
+
+
+def transaction_lanes(lanes: Sequence[int], v: int, elem_bits: int) -> tuple[int, list[int]]:
+    """(n, the lanes of one transaction): vectors of n = 2^v w / 4 > 1 banks split the warp into n
+    128-byte transactions by its last log2(n) lane vectors (5.4's A_Bank)."""
+    n = max(1, (1 << v) * elem_bits // 8 // BANK_BYTES)
+    return n, list(lanes[: len(lanes) - (n.bit_length() - 1)])
 
 
 @dataclass(frozen=True)
@@ -171,11 +175,8 @@ def shared_access(shared: LinearLayout, dist: LinearLayout, elem_bits: int) -> S
     cvt = to_offsets(shared, dist)
     total_bits = shared.total_in_bits
     v = vectorisation(cvt, elem_bits)
-    vec_bytes = (1 << v) * elem_bits // 8
-    b = min(max(0, (WAVEFRONT_BYTES * 8 // ((1 << v) * elem_bits)).bit_length() - 1), total_bits - v)
-    phases = max(1, vec_bytes // BANK_BYTES)
-    lanes = [x[0] for x in dict(cvt.in_dims).get(LANE, ())]
-    bank_lanes = lanes[: len(lanes) - (phases.bit_length() - 1)]  # 5.4: the last log2(n) lanes pick the transaction
+    b = bank_bits(v, elem_bits, total_bits - v)
+    phases, bank_lanes = transaction_lanes(cvt.dim_columns(LANE), v, elem_bits)
     vec_idx = [1 << j for j in range(v)] + [1 << j for j in range(v + b, total_bits)]
     c = 1 << intersection_dim(vec_idx, bank_lanes)
     exact = _wavefronts_per_phase(cvt, v, elem_bits, len(bank_lanes))
@@ -184,10 +185,10 @@ def shared_access(shared: LinearLayout, dist: LinearLayout, elem_bits: int) -> S
 
 def _wavefronts_per_phase(cvt: LinearLayout, v: int, elem_bits: int, phase_lane_bits: int) -> int:
     """Max over instructions and transactions of the busiest bank's distinct 4-byte words."""
-    regs = [x[0] for x in dict(cvt.in_dims).get(REGISTER, ())]
+    regs = list(cvt.dim_columns(REGISTER))
     vec_regs = [1 << j for j in range(v)]
     others = [r for r in regs if r not in vec_regs]
-    lanes = [x[0] for x in dict(cvt.in_dims).get(LANE, ())]
+    lanes = list(cvt.dim_columns(LANE))
     lane_offsets = _span_table(lanes)  # offset of each lane's vector start (linear, from lane 0)
     other_offsets = _span_table(others)
     vec_bytes = max(1, (1 << v) * elem_bits // 8)
@@ -238,14 +239,10 @@ def optimal_swizzle(a: LinearLayout, b: LinearLayout, elem_bits: int) -> Swizzli
     max_v = max(0, (MAX_VECTOR_BITS // elem_bits).bit_length() - 1)
     vec = common[:max_v]
     v = len(vec)
-    vec_bytes = (1 << v) * elem_bits // 8
-    bank_len = min(max(0, (WAVEFRONT_BYTES // max(1, vec_bytes)).bit_length() - 1) if vec_bytes <= WAVEFRONT_BYTES else 0, d - v)
+    bank_len = bank_bits(v, elem_bits, d - v)
     idx_len = d - v - bank_len
-    drop = max(1, vec_bytes // BANK_BYTES).bit_length() - 1
-    a_thr = [x for x in flat_columns(a, LANE) if x]
-    b_thr = [x for x in flat_columns(b, LANE) if x]
-    a_bank = a_thr[: len(a_thr) - drop] if drop else a_thr
-    b_bank = b_thr[: len(b_thr) - drop] if drop else b_thr
+    _, a_bank = transaction_lanes([x for x in flat_columns(a, LANE) if x], v, elem_bits)
+    _, b_bank = transaction_lanes([x for x in flat_columns(b, LANE) if x], v, elem_bits)
     e = [x for x in a_bank if x not in b_bank]
     f = [x for x in b_bank if x not in a_bank]
     if len(e) > len(f):
@@ -260,11 +257,8 @@ def optimal_swizzle(a: LinearLayout, b: LinearLayout, elem_bits: int) -> Swizzli
     offsets = vec + bank + index
     if span_dim(offsets) != d:
         raise LayoutError("optimal_swizzle did not reach a basis")  # a bug of this oracle
-    dims = a.out_dims
-    bases = [_unpack(x, dims) for x in offsets]
-    layout = LinearLayout.from_bases({OFFSET: bases}, dims)
-    u, w = span_dim(vec + a_bank), span_dim(vec + b_bank)
-    return Swizzling(layout, tuple(vec), tuple(bank), tuple(index), len(_independent(vec, g + c)), d - max(u, w))
+    layout = LinearLayout.from_columns([(OFFSET, 1 << d)], a.out_dims, offsets)
+    return Swizzling(layout, tuple(vec), tuple(bank), tuple(index), len(pool), lemma_9_5_bound(vec + a_bank, vec + b_bank, d))
 
 
 def _independent(base: Sequence[int], candidates: Sequence[int]) -> list[int]:
@@ -275,15 +269,6 @@ def _independent(base: Sequence[int], candidates: Sequence[int]) -> list[int]:
         if x and echelon.insert(x, 0, 64 + len(out)):
             out.append(x)
     return out
-
-
-def _unpack(value: int, dims: Sequence[tuple[str, int]]) -> tuple[int, ...]:
-    out = []
-    for _, size in dims:
-        bits = size.bit_length() - 1
-        out.append(value & ((1 << bits) - 1))
-        value >>= bits
-    return tuple(out)
 
 
 def lemma_9_5_bound(u: Sequence[int], v: Sequence[int], d: int) -> int:

@@ -176,6 +176,10 @@ class LinearLayout:
         """Packed images of the input bits: the columns of the paper's matrix."""
         return tuple(_pack(b, self.out_bits) for _, bases in self.in_dims for b in bases)
 
+    def dim_columns(self, name: str) -> tuple[int, ...]:
+        """Packed images of one input dim's bits (none if the layout lacks the dim)."""
+        return tuple(_pack(b, self.out_bits) for b in dict(self.in_dims).get(name, ()))
+
     def matrix(self) -> np.ndarray:
         """The (out bits x in bits) 0/1 matrix, rows and columns in flattening order."""
         rows, cols = self.total_out_bits, self.total_in_bits

@@ -12,7 +12,8 @@ copied element's byte address.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from math import ceil, prod
 
@@ -190,14 +191,10 @@ class TiledBox:
         box start + index * element stride)."""
         return self.swizzle(self.dst + self.dense_offset(index))
 
+    def indices(self) -> Iterator[tuple[int, ...]]:
+        """Every copied element's index (innermost first), innermost fastest."""
+        return (tuple(reversed(index)) for index in itertools.product(*(range(n) for n in reversed(self.loaded_dims))))
+
     def placement(self) -> list[int]:
         """Byte address of every copied element, innermost index fastest."""
-        out = []
-        dims = self.loaded_dims
-        for flat in range(prod(dims)):
-            index, rest = [], flat
-            for n in dims:
-                index.append(rest % n)
-                rest //= n
-            out.append(self.address(index))
-        return out
+        return [self.address(index) for index in self.indices()]

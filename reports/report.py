@@ -15,7 +15,7 @@ from harness.runner import Result
 from harness.target import Outcome
 
 REPORT_SCHEMA = 1
-VERSIONED_PACKAGES = ("layoutfuzz", "numpy", "triton", "torch", "cuda-python", "cuda-core", "hypothesis", "pandas")
+VERSIONED_PACKAGES = ("layoutfuzz", "numpy", "triton", "torch", "cuda-python", "cuda-core", "cuda-bindings", "hypothesis", "pandas")
 
 
 def environment_versions() -> dict[str, str]:

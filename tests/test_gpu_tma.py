@@ -65,7 +65,7 @@ def test_compare_windows_reports_cells():
 
 def test_kernel_compiles_for_sm_90a_without_a_gpu():
     pytest.importorskip("cuda.core", reason="needs cuda.core (the [gpu] or [test] extra)")
-    from gpu.compile import compile_kernel
+    from gpu.device import compile_kernel
 
     try:
         code = compile_kernel("tma_copy.cu")

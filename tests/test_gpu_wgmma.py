@@ -62,7 +62,7 @@ def test_decode_reads_digits_back_into_addresses(index):
 
 def test_probe_kernel_compiles_for_sm_90a_without_a_gpu():
     pytest.importorskip("cuda.core", reason="needs cuda.core (the [gpu] or [test] extra)")
-    from gpu.compile import compile_kernel
+    from gpu.device import compile_kernel
 
     try:
         code = compile_kernel("wgmma_probe.cu")

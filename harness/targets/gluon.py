@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 from functools import cache
-from importlib import metadata
 from math import prod
-from typing import Any
+from typing import Any, ClassVar
 
-from harness.target import Availability
+from harness.target import Availability, Target
 from oracles import triton_layouts as tl
 
 
-def triton_availability() -> Availability:
-    try:
-        import triton.experimental.gluon.language  # noqa: F401
-        from triton._C.libtriton import gluon_ir  # noqa: F401
-    except Exception as exc:  # ImportError, or a broken binary wheel
-        return Availability(False, f"Triton with Gluon is not importable: {exc}")
-    return Availability(True)
+class GluonTarget(Target):
+    """Base of the targets that drive Triton's Gluon front end on the CPU. (Triton's version is in
+    every report already: ``reports.report.environment_versions``.)"""
 
+    requires: ClassVar[tuple[str, ...]] = ("triton",)
 
-def triton_versions() -> dict[str, str]:
-    try:
-        return {"triton": metadata.version("triton")}
-    except metadata.PackageNotFoundError:
-        return {}
+    def availability(self) -> Availability:
+        try:
+            import triton.experimental.gluon.language  # noqa: F401
+            from triton._C.libtriton import gluon_ir  # noqa: F401
+        except Exception as exc:  # ImportError, or a broken binary wheel
+            return Availability(False, f"Triton with Gluon is not importable: {exc}")
+        return Availability(True)
 
 
 @cache

@@ -10,7 +10,6 @@ Lemma 9.4's c - 1 whenever a vector covers a whole bank).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from generators import legacy_layouts
@@ -18,8 +17,7 @@ from generators.case import Case
 from generators.layouts import memory_layout
 from generators.source import Source
 from harness.compare import Comparison
-from harness.target import Availability, Target
-from harness.targets.gluon import builder, shared_linear, to_gluon, triton_availability, triton_versions
+from harness.targets.gluon import GluonTarget, builder, shared_linear, to_gluon
 from oracles import triton_layouts as tl
 from oracles.algorithms import optimal_swizzle, shared_access
 from oracles.linear_layout import LinearLayout
@@ -38,16 +36,14 @@ def _distributed(source: Source, shape: list[int]) -> tl.Layout:
     return legacy_layouts.nvmma(source, int(kind[-1]))
 
 
-class TritonBankConflicts(Target):
+def _one_cta(layout: LinearLayout) -> LinearLayout:
+    """A single-CTA distributed layout without its (empty) block dim."""
+    return layout.sublayout([n for n in layout.in_dim_names if n != "block"], layout.out_dim_names)
+
+
+class TritonBankConflicts(GluonTarget):
     name = "triton.bank_conflicts"
     description = "Gluon bank_conflicts (CPU) vs an exact count of one warp's shared accesses (Lemma 9.4)"
-    requires = ("triton",)
-
-    def availability(self) -> Availability:
-        return triton_availability()
-
-    def versions(self) -> Mapping[str, str]:
-        return triton_versions()
 
     def generate(self, source: Source) -> dict[str, Any]:
         shared_kind = source.choice(SHARED_KINDS)
@@ -77,16 +73,14 @@ class TritonBankConflicts(Target):
         """(shared, distributed, offset bases when the shared side is a linear layout)."""
         p = case.params
         shape = list(p["shape"])
-        dist = tl.from_dict(p["distributed"]).linear_layout(shape)
-        dist = dist.sublayout([n for n in dist.in_dim_names if n != "block"], dist.out_dim_names)
+        dist = _one_cta(tl.from_dict(p["distributed"]).linear_layout(shape))
         if "shared" in p:
             shared = tl.from_dict(p["shared"]).linear_layout(shape)
             return shared.sublayout(["offset"], shared.out_dim_names), dist, None
         if "offset_bases" in p:
             bases = p["offset_bases"]
         else:
-            other = tl.from_dict(p["other"]).linear_layout(shape)
-            other = other.sublayout([n for n in other.in_dim_names if n != "block"], other.out_dim_names)
+            other = _one_cta(tl.from_dict(p["other"]).linear_layout(shape))
             bases = [list(b) for b in dict(optimal_swizzle(dist, other, p["elem_bits"]).layout.in_dims)["offset"]]
         return LinearLayout.from_bases({"offset": bases}, dist.out_dims), dist, bases
 

@@ -17,8 +17,7 @@ from generators import legacy_layouts
 from generators.case import Case
 from generators.source import Source
 from harness.compare import Comparison
-from harness.target import Availability, Target
-from harness.targets.gluon import num_warps, to_gluon, triton_availability, triton_versions
+from harness.targets.gluon import GluonTarget, num_warps, to_gluon
 from oracles import triton_layouts as tl
 from oracles.algorithms import conversion_plan
 
@@ -38,16 +37,9 @@ def ptx_counts(ptx: str) -> dict[str, int]:
     return {name: len(re.findall(pattern, ptx)) for name, pattern in PTX_COUNTS.items()}
 
 
-class TritonCompile(Target):
+class TritonCompile(GluonTarget):
     name = "triton.compile"
     description = "Gluon convert_layout / shared round-trip kernels compiled for sm_90 on the CPU"
-    requires = ("triton",)
-
-    def availability(self) -> Availability:
-        return triton_availability()
-
-    def versions(self) -> Mapping[str, str]:
-        return triton_versions()
 
     def generate(self, source: Source) -> dict[str, Any]:
         kernel = source.choice(("convert", "shared"))

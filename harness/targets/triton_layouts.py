@@ -9,15 +9,13 @@ as ``crash`` rows and the campaign goes on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from generators import legacy_layouts
 from generators.case import Case
 from generators.source import Source
 from harness.compare import Comparison, compare_values
-from harness.target import Availability, Target
-from harness.targets.gluon import builder, to_gluon, triton_availability, triton_versions
+from harness.targets.gluon import GluonTarget, builder, to_gluon
 from oracles import triton_layouts as tl
 
 
@@ -26,16 +24,9 @@ def layout_dict(layout) -> dict[str, list[list[int]]]:
     return {name: [list(b) for b in bases] for name, bases in layout.in_dims}
 
 
-class TritonLayouts(Target):
+class TritonLayouts(GluonTarget):
     name = "triton.layouts"
     description = "Triton's legacy-layout -> linear-layout conversion (Gluon, CPU) vs Props 4.6-4.8, 9.1, 9.2, Def 4.11"
-    requires = ("triton",)
-
-    def availability(self) -> Availability:
-        return triton_availability()
-
-    def versions(self) -> Mapping[str, str]:
-        return triton_versions()
 
     def generate(self, source: Source) -> dict[str, Any]:
         kind = source.choice(legacy_layouts.KINDS)

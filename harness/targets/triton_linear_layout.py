@@ -9,7 +9,6 @@ real finding, not a misuse.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import metadata
 from typing import Any
 
 import numpy as np
@@ -100,12 +99,6 @@ class TritonLinearLayout(Target):
         except Exception as exc:  # ImportError, or a binding without linear_layout
             return Availability(False, f"triton's linear_layout binding is not importable: {exc}")
         return Availability(True)
-
-    def versions(self) -> Mapping[str, str]:
-        try:
-            return {"triton": metadata.version("triton")}
-        except metadata.PackageNotFoundError:
-            return {}
 
     # ---- cases ---------------------------------------------------------------------------
 

@@ -1,0 +1,53 @@
+"""The CUDA side of the drivers: NVRTC compilation of gpu/kernels (no GPU needed) and a kernel
+runner on the current device whose faults end the process's usefulness (``DeviceFault``)."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+KERNELS = Path(__file__).parent / "kernels"
+ARCH = "sm_90a"  # wgmma needs the 'a' target; TMA runs on plain sm_90 too
+THREADS = 128
+
+
+@cache
+def compile_kernel(filename: str, arch: str = ARCH):
+    """The cubin (cuda.core ObjectCode) of ``gpu/kernels/FILENAME`` for ``arch``."""
+    from cuda.core import Program, ProgramOptions
+
+    source = (KERNELS / filename).read_text()
+    program = Program(source, code_type="c++", options=ProgramOptions(arch=arch, std="c++17", name=filename))
+    return program.compile("cubin")
+
+
+class DeviceFault(RuntimeError):
+    """The kernel faulted: the CUDA context is unusable and the process must end."""
+
+
+class KernelRunner:
+    """One compiled kernel of gpu/kernels on the current device, with torch for buffers."""
+
+    def __init__(self, filename: str, name: str) -> None:
+        import torch
+        from cuda.core import Device
+
+        self.torch = torch
+        self.device = Device()
+        self.device.set_current()
+        self.stream = self.device.create_stream()
+        self.kernel = compile_kernel(filename).get_kernel(name)
+
+    def launch(self, grid: int, shmem: int, *args) -> None:
+        """One launch of ``grid`` blocks of THREADS threads, waited for; tensors are passed by address."""
+        from cuda.core import LaunchConfig, launch
+
+        args = tuple(np.uint64(a.data_ptr()) if isinstance(a, self.torch.Tensor) else a for a in args)
+        self.torch.cuda.synchronize()  # buffers filled through torch's stream
+        try:
+            launch(self.stream, LaunchConfig(grid=grid, block=THREADS, shmem_size=shmem), self.kernel, *args)
+            self.stream.sync()
+        except Exception as exc:
+            raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc
