@@ -2,12 +2,16 @@
 
 ``convert_probe_{1,2,3}d``: load a tensor in layout A, record each element's holder
 (``%tid.x``) in A, ``convert_layout`` to B, store the data and each element's holder in B.
+``shared_probe_2d``: a shared-memory round trip with a flat dump of the raw placement.
+``tma_probe``: a TMA load (flat dump of what arrived) and a TMA store of known bytes.
+``wgmma_probe``: one ``warpgroup_mma`` over operands in chosen layouts and types.
 """
 
 from __future__ import annotations
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as ttgl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma
 
 
 @gluon.jit
@@ -88,3 +92,58 @@ def shared_probe_2d(src, dst, raw, A: ttgl.constexpr, B: ttgl.constexpr, S: ttgl
     flat = smem._reinterpret(src.dtype.element_ty, [S0 * S1], ttgl.SwizzledSharedLayout(1, 1, 1, [0]))
     of = ttgl.arange(0, S0 * S1, layout=F)
     ttgl.store(raw + of, flat.load(F))
+
+
+@gluon.jit
+def tma_probe(in_desc, out_desc, raw, fill, COORD: ttgl.constexpr, N: ttgl.constexpr, F: ttgl.constexpr):
+    """TMA-load a block at ``COORD`` into shared memory and dump the buffer flat into ``raw``;
+    write ``fill`` flat into a second buffer of the same layout and TMA-store it at ``COORD``."""
+    flat_layout: ttgl.constexpr = ttgl.SwizzledSharedLayout(1, 1, 1, [0])
+    smem = ttgl.allocate_shared_memory(in_desc.dtype, in_desc.block_type.shape, in_desc.layout)
+    bar = ttgl.allocate_shared_memory(ttgl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, in_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(in_desc, COORD, bar, smem)
+    mbarrier.wait(bar, phase=0)
+    mbarrier.invalidate(bar)
+    flat = ttgl.arange(0, N, layout=F)
+    ttgl.store(raw + flat, smem._reinterpret(in_desc.dtype, [N], flat_layout).load(F))
+    out = ttgl.allocate_shared_memory(out_desc.dtype, out_desc.block_type.shape, out_desc.layout)
+    out._reinterpret(out_desc.dtype, [N], flat_layout).store(ttgl.load(fill + flat))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc, COORD, out)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _to_mma(x, MMA: ttgl.constexpr, ROUND: ttgl.constexpr):
+    """Storage type -> MMA type through fp32 (exact for the small integers the cases use)."""
+    if ROUND is None:
+        return x.to(ttgl.float32).to(MMA)
+    else:
+        return x.to(ttgl.float32).to(MMA, fp_downcast_rounding=ROUND)
+
+
+@gluon.jit
+def wgmma_probe(a_ptr, b_ptr, c_ptr, d_ptr, M: ttgl.constexpr, N: ttgl.constexpr, K: ttgl.constexpr,
+                MMA: ttgl.constexpr, ROUND: ttgl.constexpr, ACC: ttgl.constexpr, LOAD: ttgl.constexpr,
+                A_SMEM: ttgl.constexpr, B_SMEM: ttgl.constexpr, A_IN_REGS: ttgl.constexpr, K_WIDTH: ttgl.constexpr,
+                A_MN_MAJOR: ttgl.constexpr, B_K_MAJOR: ttgl.constexpr, USE_ACC: ttgl.constexpr):
+    """D = A @ B (+ C) with ``warpgroup_mma``: A [M, K] from registers (DotOperandLayout) or shared
+    memory, B [K, N] from shared memory, each K- or MN-major (a permuted view of the other order)."""
+    a = _to_mma(ttgl.load(a_ptr + _offsets_2d(LOAD, M, K)), MMA, ROUND)
+    if A_IN_REGS:
+        a_op = ttgl.convert_layout(a, ttgl.DotOperandLayout(0, ACC, K_WIDTH))
+    elif A_MN_MAJOR:
+        a_op = ttgl.allocate_shared_memory(MMA, [K, M], A_SMEM, ttgl.permute(a, (1, 0))).permute((1, 0))
+    else:
+        a_op = ttgl.allocate_shared_memory(MMA, [M, K], A_SMEM, a)
+    b = _to_mma(ttgl.load(b_ptr + _offsets_2d(LOAD, K, N)), MMA, ROUND)
+    if B_K_MAJOR:
+        b_op = ttgl.allocate_shared_memory(MMA, [N, K], B_SMEM, ttgl.permute(b, (1, 0))).permute((1, 0))
+    else:
+        b_op = ttgl.allocate_shared_memory(MMA, [K, N], B_SMEM, b)
+    fence_async_shared()
+    oc = _offsets_2d(ACC, M, N)
+    d = warpgroup_mma(a_op, b_op, ttgl.load(c_ptr + oc), use_acc=USE_ACC)
+    ttgl.store(d_ptr + oc, d)

@@ -10,10 +10,72 @@ from generators.case import Case
 from generators.layouts import distributed_layout, split_bits
 from generators.source import Source, permutation
 from gpu.targets import GpuTarget
+from harness.compare import Comparison
 from oracles.algorithms import conversion_plan
 from oracles.linear_layout import LinearLayout
 
 INT_TYPES = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
+
+
+class Rejected(Exception):
+    """Triton refused to compile a kernel the oracle calls valid."""
+
+
+class GluonKernelTarget(GpuTarget):
+    """Base of the targets that compile a generated Gluon kernel per case and run it once.
+
+    A compiler failure is an answer, not a harness error: ``observed`` returns ``{"rejected": why}``
+    and ``compare`` calls it a divergence. A device fault ends the worker (``on_device``)."""
+
+    needs = ("torch", "triton")
+
+    def observed(self, case: Case) -> Any:
+        try:
+            return self.on_device(lambda: self.run(case))
+        except Rejected as exc:
+            return {"rejected": str(exc)}
+
+    def run(self, case: Case) -> Any:
+        """Compile and run case ``case`` on the device; what ``expected`` predicts."""
+        raise NotImplementedError
+
+    @staticmethod
+    def launch(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+        """``kernel[(1,)](*args, **kwargs)`` then a synchronize; returns the compiled kernel."""
+        import torch
+
+        from gpu.device import DeviceFault
+
+        try:
+            compiled = kernel[(1,)](*args, **kwargs)
+        except Exception as exc:  # compilation happens before the launch: the device is untouched
+            lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+            raise Rejected(f"{type(exc).__name__}: {lines[-1].strip()[:300]}") from exc
+        try:
+            torch.cuda.synchronize()
+        except RuntimeError as exc:
+            raise DeviceFault(str(exc)) from exc
+        return compiled
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        if isinstance(observed, dict) and "rejected" in observed:
+            why = observed["rejected"]
+            return Comparison(False, 1, (why,), "rejected:" + why.split(":")[0], "Triton rejected a kernel the oracle calls valid")
+        return self.compare_results(case, expected, observed)
+
+    def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        return super().compare(case, expected, observed)
+
+
+def compile_for_sm90(kernel: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], num_warps: int) -> Any:
+    """Compile a Gluon kernel for sm_90a without a device (what CI checks of the GPU targets)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    signature = {**signature, **{name: "constexpr" for name in constexprs}}
+    return triton.compile(GluonASTSource(kernel, signature, dict(constexprs)), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": num_warps})
 
 
 def holders(layout: LinearLayout, shape: list[int]) -> list[int]:
@@ -51,11 +113,10 @@ def _permuted(source: Source, layout: LinearLayout, dims: tuple[str, ...]) -> Li
     return LinearLayout(tuple((n, tuple(bases[n])) for n, _ in layout.in_dims), layout.out_dims)
 
 
-class TritonConvertLayout(GpuTarget):
+class TritonConvertLayout(GluonKernelTarget):
     name = "triton.convert_layout"
     description = "Gluon convert_layout between random distributed linear layouts on the GPU: data and holders"
     requires = ("cuda device sm_90", "triton", "torch")
-    needs = ("torch", "triton")
 
     def generate(self, source: Source) -> dict[str, Any]:
         rank = source.integer(1, 3)
@@ -95,7 +156,7 @@ class TritonConvertLayout(GpuTarget):
             "holders_b": holders(LinearLayout.from_dict(p["b"]), p["shape"]),
         }
 
-    def observed(self, case: Case) -> Any:
+    def run(self, case: Case) -> Any:
         import torch
 
         from gpu.gluon_probes import CONVERT_PROBES
@@ -112,17 +173,15 @@ class TritonConvertLayout(GpuTarget):
         tid_b = torch.full((numel,), -1, dtype=torch.int32, device="cuda")
         sizes = {f"S{i}": s for i, s in enumerate(shape)}
         kernel = CONVERT_PROBES[len(shape)]
-        kernel[(1,)](src, dst, tid_a, tid_b, A=gluon_layout(LinearLayout.from_dict(p["a"]), shape),
-                     B=gluon_layout(LinearLayout.from_dict(p["b"]), shape), num_warps=p["num_warps"], **sizes)
-        torch.cuda.synchronize()
+        self.launch(kernel, src, dst, tid_a, tid_b, A=gluon_layout(LinearLayout.from_dict(p["a"]), shape),
+                    B=gluon_layout(LinearLayout.from_dict(p["b"]), shape), num_warps=p["num_warps"], **sizes)
         return {"data_mismatches": int((dst != src).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
 
 
-class TritonSharedMemory(GpuTarget):
+class TritonSharedMemory(GluonKernelTarget):
     name = "triton.shared_memory"
     description = "Gluon shared-memory round trips on the GPU: data, and the raw placement vs the memory-layout oracle"
     requires = ("cuda device sm_90", "triton", "torch")
-    needs = ("torch", "triton")
 
     def generate(self, source: Source) -> dict[str, Any]:
         from generators import legacy_layouts
@@ -173,7 +232,7 @@ class TritonSharedMemory(GpuTarget):
             placement.append(where["dim0"] * s1 + where["dim1"])
         return {"data_mismatches": 0, "placement": placement}
 
-    def observed(self, case: Case) -> Any:
+    def run(self, case: Case) -> Any:
         import torch
         from triton.experimental.gluon import language as ttgl
 
@@ -189,9 +248,8 @@ class TritonSharedMemory(GpuTarget):
         dst, raw = torch.zeros_like(src), torch.zeros_like(src)
         shared = shared_linear(p["offset_bases"]) if "offset_bases" in p else to_gluon(tl.from_dict(p["shared"]))
         flat = ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0])
-        shared_probe_2d[(1,)](src, dst, raw, A=gluon_layout(LinearLayout.from_dict(p["a"]), p["shape"]),
-                              B=gluon_layout(LinearLayout.from_dict(p["b"]), p["shape"]), S=shared, F=flat, S0=s0, S1=s1,
-                              num_warps=p["num_warps"])
-        torch.cuda.synchronize()
+        self.launch(shared_probe_2d, src, dst, raw, A=gluon_layout(LinearLayout.from_dict(p["a"]), p["shape"]),
+                    B=gluon_layout(LinearLayout.from_dict(p["b"]), p["shape"]), S=shared, F=flat, S0=s0, S1=s1,
+                    num_warps=p["num_warps"])
         placement = (raw.cpu().to(torch.int64) & ((1 << p["elem_bits"]) - 1)).tolist()  # ids are exact: numel <= 2^bits
         return {"data_mismatches": int((dst != src).sum()), "placement": placement}

@@ -18,6 +18,8 @@ BUILTIN: dict[str, str] = {
     "wgmma.descriptor": "gpu.targets:WgmmaDescriptor",
     "triton.convert_layout": "gpu.triton_targets:TritonConvertLayout",
     "triton.shared_memory": "gpu.triton_targets:TritonSharedMemory",
+    "triton.tma": "gpu.triton_tma:TritonTma",
+    "triton.wgmma": "gpu.triton_wgmma:TritonWgmma",
 }
 
 

@@ -198,3 +198,18 @@ class TiledBox:
     def placement(self) -> list[int]:
         """Byte address of every copied element, innermost index fastest."""
         return [self.address(index) for index in self.indices()]
+
+
+NVMMA_MODES = {0: SwizzleMode.NONE, 32: SwizzleMode.B32, 64: SwizzleMode.B64, 128: SwizzleMode.B128}
+
+
+def block_boxes(block_shape: Sequence[int], element_bytes: int, swizzle_bytes: int) -> list[tuple[int, TiledBox]]:
+    """The tiled boxes that copy a row-major block (outermost dim first) into an NVMMA-shared
+    buffer: each as wide as the swizzle span (the whole row without swizzling, 5.5.7's limit on
+    the inner box dimension), laid one after another from offset 0. Returns (first inner column, box)."""
+    mode = NVMMA_MODES[swizzle_bytes]
+    *outer, inner = block_shape
+    width = min(inner, swizzle_bytes // element_bytes) if swizzle_bytes else inner
+    dims = (width, *reversed(outer))
+    size = prod(dims) * element_bytes
+    return [(c, TiledBox(dims, element_bytes, (1,) * len(dims), mode, (c // width) * size)) for c in range(0, inner, width)]

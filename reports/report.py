@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import platform
 import re
 import sys
@@ -15,6 +16,7 @@ from harness.runner import Result
 from harness.target import Outcome
 
 REPORT_SCHEMA = 1
+VALUE_LIMIT = 16 * 1024  # characters of JSON kept per expected/observed value; `reproduce` recomputes the rest
 VERSIONED_PACKAGES = ("layoutfuzz", "numpy", "triton", "torch", "cuda-python", "cuda-core", "cuda-bindings", "hypothesis", "pandas")
 
 
@@ -42,6 +44,16 @@ def bucket_key(result: Result) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
+def bounded(value: Any, reproduce: str) -> Any:
+    """``value``, or where its JSON is longer than VALUE_LIMIT (a TMA window of random bytes, a
+    large matrix) its size and digest: the report stays small and ``reproduce`` shows it in full."""
+    text = json.dumps(value, sort_keys=True)
+    if len(text) <= VALUE_LIMIT:
+        return value
+    return {"omitted": f"{len(text)} characters of JSON; `{reproduce} --verbose` prints them",
+            "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
 def build_report(
     result: Result, versions: Mapping[str, str], report_path: Path | None, target_spec: str
 ) -> dict[str, Any]:
@@ -61,8 +73,8 @@ def build_report(
         "first_mismatches": list(result.mismatches),
         "signature": result.signature,
         "bucket": bucket_key(result),
-        "expected": result.expected,
-        "observed": result.observed,
+        "expected": bounded(result.expected, reproduce),
+        "observed": bounded(result.observed, reproduce),
         "duration_s": round(result.duration_s, 6),
         "versions": dict(versions),
         "reproduce": reproduce,

@@ -1,0 +1,184 @@
+"""GPU target ``triton.tma``: Gluon TMA loads and stores through NVMMA-shared buffers, checked
+byte for byte against the 5.5.7 oracle (``oracles.tma``), and the same boxes through the raw
+``tma.swizzle`` driver."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from generators.case import Case
+from generators.source import Source
+from gpu.targets import compare_windows
+from gpu.triton_targets import GluonKernelTarget
+from harness.compare import Comparison
+from oracles.tma import block_boxes
+
+INT_TYPES = {8: "int8", 16: "int16", 32: "int32"}
+SENTINEL = 0x5A  # global bytes the TMA store must leave alone
+MAX_BLOCK_BYTES = 16 * 1024
+
+
+def _rng(case: Case, stream: int) -> np.random.Generator:
+    return np.random.default_rng([case.seed, case.index, stream])
+
+
+def block_data(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    """The global tensor's bytes (rows padded to the stride) and the bytes written for the store."""
+    p = case.params
+    e = p["elem_bits"] // 8
+    padded = [*p["global_shape"][:-1], p["global_shape"][-1] + p["row_pad"]]
+    source = _rng(case, 0).integers(0, 256, prod(padded) * e, dtype=np.uint8)
+    fill = _rng(case, 1).integers(0, 256, prod(p["block"]) * e, dtype=np.uint8)
+    return source, fill
+
+
+def placement(p: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """For each element of the shared buffer (by byte address / element size), the global flat
+    element index it holds (in the padded tensor) and whether that coordinate is in bounds."""
+    e = p["elem_bits"] // 8
+    shape, coord = p["global_shape"], p["coord"]
+    pitch = [*shape[:-1], shape[-1] + p["row_pad"]]
+    count = prod(p["block"])
+    flat = np.zeros(count, dtype=np.int64)
+    inside = np.zeros(count, dtype=bool)
+    for column, box in block_boxes(p["block"], e, p["swizzle"]):
+        for index in box.indices():  # innermost first
+            at = [c + i for c, i in zip(coord, reversed(index))]
+            at[-1] += column
+            slot = box.address(index) // e
+            inside[slot] = all(0 <= x < n for x, n in zip(at, shape))
+            flat[slot] = np.ravel_multi_index(at, pitch) if inside[slot] else 0
+    return flat, inside
+
+
+class TritonTma(GluonKernelTarget):
+    name = "triton.tma"
+    description = "Gluon TMA load/store through NVMMA-shared buffers on the GPU vs the 5.5.7 oracle and the raw driver"
+    requires = ("cuda device sm_90", "triton", "torch", "cuda.core")
+    needs = ("torch", "triton", "cuda.core")
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        elem_bits = source.choice((8, 16, 32))
+        e = elem_bits // 8
+        swizzle = source.choice((0, 32, 64, 128))
+        rank = source.integer(2, 3)
+        # innermost dim: at least the swizzle span (Triton aborts below it), at least 16 bytes
+        least = max(16, swizzle) // e
+        inner = least << source.integer(0, 2)
+        inner = min(inner, 256)
+        budget = (MAX_BLOCK_BYTES // (inner * e)).bit_length() - 1  # log2 of rows that fit
+        rows_log2 = source.integer(3 if swizzle else 0, max(3 if swizzle else 0, min(budget, 8)))
+        outer = [0] * (rank - 1)
+        for _ in range(rows_log2):
+            open_dims = [d for d in range(rank - 1) if outer[d] < 8]
+            outer[source.choice(open_dims)] += 1
+        block = [1 << b for b in outer] + [inner]
+        global_shape, coord = [], []
+        for d, b in enumerate(block):
+            n = max(1, b * source.integer(1, 3) + source.integer(-b // 2, b // 2))
+            global_shape.append(n)
+            # a quarter of the boxes hang over an edge (zero fill on loads, skipped on stores)
+            lo, hi = (-b // 2, n - 1) if source.integer(0, 3) == 0 else (0, max(0, n - b))
+            unit = 16 // e if d == len(block) - 1 else 1  # the innermost coordinate is 16-byte aligned
+            coord.append(unit * source.integer(-(-lo // unit), hi // unit))
+        row_pad = (16 // e) * source.integer(0, 2) + (-global_shape[-1]) % (16 // e)  # strides: multiples of 16 bytes
+        return {"elem_bits": elem_bits, "swizzle": swizzle, "block": block, "global_shape": global_shape,
+                "coord": coord, "row_pad": row_pad, "num_warps": 1 << source.integer(0, 2)}
+
+    def validate(self, case: Case) -> None:
+        p = case.params
+        e = p["elem_bits"] // 8
+        if p["elem_bits"] not in INT_TYPES or p["swizzle"] not in (0, 32, 64, 128):
+            raise ValueError("elem_bits must be 8/16/32 and swizzle 0/32/64/128")
+        if any(b & (b - 1) or not 1 <= b <= 256 for b in p["block"]) or prod(p["block"]) * e > MAX_BLOCK_BYTES:
+            raise ValueError(f"block {p['block']}: powers of two up to 256, at most {MAX_BLOCK_BYTES} bytes")
+        if p["block"][-1] * e < max(16, p["swizzle"]):
+            raise ValueError("the innermost block dim is narrower than 16 bytes or the swizzle span")
+        if ((p["global_shape"][-1] + p["row_pad"]) * e) % 16:
+            raise ValueError("the row stride is not a multiple of 16 bytes")
+        if (p["coord"][-1] * e) % 16:  # Triton's TMA tutorial; the H100 traps (illegal instruction) otherwise
+            raise ValueError("the innermost coordinate is not 16-byte aligned")
+
+    def family(self, case: Case) -> str:
+        p = case.params
+        return f"{p.get('swizzle', '?')}B:{p.get('elem_bits', '?')}b"
+
+    def tensor_maps(self, p: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """What Triton should encode: the swizzle mode and the box of each TMA copy."""
+        (_, box), *_ = block_boxes(p["block"], p["elem_bits"] // 8, p["swizzle"])
+        one = {"swizzle": box.swizzle.spec.cuda, "block_size": [*p["block"][:-1], box.box_dims[0]]}
+        return [one, one]
+
+    def expected(self, case: Case) -> Any:
+        p = case.params
+        e = p["elem_bits"] // 8
+        source, fill = block_data(case)
+        flat, inside = placement(p)
+        unit = f"<u{e}"
+        loaded = np.where(inside, source.view(unit)[flat], 0).astype(unit)
+        stored = np.full(source.size, SENTINEL, dtype=np.uint8).view(unit)
+        stored[flat[inside]] = fill.view(unit)[inside]
+        return {"tensor_maps": self.tensor_maps(p), "load": loaded.tobytes().hex(), "store": stored.tobytes().hex(),
+                "driver_bytes_wrong": 0}
+
+    def run(self, case: Case) -> dict[str, Any]:
+        import torch
+        from triton.experimental.gluon import language as ttgl
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        from gpu.gluon_probes import tma_probe
+        from gpu.targets import WINDOW, _tma_runner
+        from gpu.tma import expected_window
+
+        p = case.params
+        dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
+        source, fill = block_data(case)
+        padded = [*p["global_shape"][:-1], p["global_shape"][-1] + p["row_pad"]]
+        src = torch.from_numpy(source).view(dtype).reshape(padded).cuda()
+        dst = torch.full_like(src.view(torch.uint8), SENTINEL).view(dtype)
+        fill_t = torch.from_numpy(fill).view(dtype).cuda()
+        raw = torch.zeros(prod(p["block"]), dtype=dtype, device="cuda")
+        layout = ttgl.NVMMASharedLayout(p["swizzle"], p["elem_bits"], len(p["block"]))
+        shape, strides = list(p["global_shape"]), list(src.stride())
+        in_desc = TensorDescriptor(src, shape, strides, list(p["block"]), layout)
+        out_desc = TensorDescriptor(dst, shape, strides, list(p["block"]), layout)
+        flat = ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0])
+        kernel = self.launch(tma_probe, in_desc, out_desc, raw, fill_t, COORD=tuple(p["coord"]), N=prod(p["block"]), F=flat,
+                             num_warps=p["num_warps"])
+        maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.metadata.tensordesc_meta]
+        # the same first box through the raw driver (gpu/kernels/tma_copy.cu), against its oracle
+        (_, box), *_ = block_boxes(p["block"], p["elem_bits"] // 8, p["swizzle"])
+        (window,) = _tma_runner().run([box], WINDOW)
+        wrong = -1 if isinstance(window, str) else int((window != expected_window(box, WINDOW)).sum())
+        return {"tensor_maps": maps, "load": raw.cpu().view(torch.uint8).numpy().tobytes().hex(),
+                "store": dst.cpu().view(torch.uint8).numpy().tobytes().hex(), "driver_bytes_wrong": wrong}
+
+    def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        if observed["tensor_maps"] != expected["tensor_maps"]:
+            return Comparison(False, 1, (f"tensor maps: expected {expected['tensor_maps']} got {observed['tensor_maps']}",),
+                              "tensor-map", "Triton encoded another swizzle or box than the NVMMA layout implies")
+        for part in ("load", "store"):
+            verdict = compare_windows(bytes.fromhex(expected[part]), bytes.fromhex(observed[part]))
+            if not verdict.ok:
+                where = "granule-past-inner-bound" if part == "store" and self.only_past_bound(case.params, expected, observed) else "cells"
+                return Comparison(False, verdict.mismatch_count, verdict.mismatches, f"{part}:{where}",
+                                  f"TMA {part}: {verdict.note}" + (" (all in the 16-byte granule past the innermost bound)" if where != "cells" else ""))
+        if observed["driver_bytes_wrong"] != 0:
+            return Comparison(False, 1, (f"raw driver: {observed['driver_bytes_wrong']} bytes wrong",), "driver",
+                              "the raw tma.swizzle driver disagrees with the oracle on this box")
+        return Comparison(True)
+
+    @staticmethod
+    def only_past_bound(p: Mapping[str, Any], expected: Mapping[str, Any], observed: Mapping[str, Any]) -> bool:
+        """Whether every wrongly stored element lies past the innermost bound but inside the
+        16-byte granule that holds the bound (a store writing whole granules)."""
+        e = p["elem_bits"] // 8
+        want = np.frombuffer(bytes.fromhex(expected["store"]), f"<u{e}")
+        got = np.frombuffer(bytes.fromhex(observed["store"]), f"<u{e}")
+        inner = np.flatnonzero(want != got) % (p["global_shape"][-1] + p["row_pad"])
+        bound = p["global_shape"][-1]
+        return bool(inner.size) and bool(np.all((inner >= bound) & (inner < -(-bound * e // 16) * 16 // e)))

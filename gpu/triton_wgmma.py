@@ -1,0 +1,137 @@
+"""GPU target ``triton.wgmma``: one Gluon ``warpgroup_mma`` over operands in random shared
+layouts (swizzle, K- or MN-major), A from registers or shared memory, for pairs of storage types
+converted to an MMA type, against an exact integer reference (the paper's Table 5, per pair)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from generators.case import Case
+from generators.source import Source
+from gpu.triton_targets import GluonKernelTarget
+from harness.compare import Comparison
+
+# storage types -> (torch dtype name, Triton signature type)
+STORAGE = {"i8": ("int8", "i8"), "i16": ("int16", "i16"), "i32": ("int32", "i32"), "e4m3": ("float8_e4m3fn", "fp8e4nv"),
+           "e5m2": ("float8_e5m2", "fp8e5"), "f16": ("float16", "fp16"), "bf16": ("bfloat16", "bf16"), "f32": ("float32", "fp32")}
+# MMA types -> bits; their accumulators (PTX 9.7.15.5.1: f16 may also accumulate in f16)
+MMA_BITS = {"f16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8, "i8": 8}
+ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",), "tf32": ("f32",), "e4m3": ("f32",), "e5m2": ("f32",), "i8": ("i32",)}
+# Triton 3.6 cannot lower wgmma from unswizzled NVMMA buffers ("Failed to find a valid layout";
+# docs/findings.md): cases use the swizzled modes
+SWIZZLES = (32, 64, 128)
+VALUE_RANGE = 4  # |a|, |b| <= 4 and |c| <= 16: exact in every type, sums exact in every accumulator
+SMEM_BYTES = 96 * 1024
+
+
+def operand_data(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A [M, K], B [K, N] and C [M, N] as small integers (int64), from the case's seed alone."""
+    p = case.params
+    rng = np.random.default_rng([case.seed, case.index])
+    a = rng.integers(-VALUE_RANGE, VALUE_RANGE + 1, (p["M"], p["K"]))
+    b = rng.integers(-VALUE_RANGE, VALUE_RANGE + 1, (p["K"], p["N"]))
+    c = rng.integers(-16, 17, (p["M"], p["N"]))
+    return a, b, c
+
+
+class TritonWgmma(GluonKernelTarget):
+    name = "triton.wgmma"
+    description = "Gluon warpgroup_mma on the GPU over random operand layouts and type pairs vs exact integer products"
+    requires = ("cuda device sm_90a", "triton", "torch")
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        a_dtype, b_dtype = source.choice(tuple(STORAGE)), source.choice(tuple(STORAGE))
+        ints = {"i8", "i16", "i32"}
+        mma = source.choice(tuple(m for m in MMA_BITS if m != "i8" or {a_dtype, b_dtype} <= ints))
+        bits = MMA_BITS[mma]
+        acc = source.choice(ACCUMULATORS[mma])
+        num_warps = source.choice((4, 8))
+        warps = [4, 1] if num_warps == 4 else list(source.choice(([8, 1], [4, 2])))
+        M = source.choice((64, 128)) if warps[0] == 4 else 128
+        instr_n = source.choice((8, 16, 32, 64, 128, 256))
+        N = min(256, instr_n * warps[1] * source.choice((1, 2)))
+        instr_n = min(instr_n, N // warps[1])
+        k_instr = 256 // bits
+        K = k_instr * source.choice((1, 2, 4))
+        transposable = bits == 16  # wgmma reads MN-major operands only for 16-bit types (PTX 9.7.15.5.1)
+        a_in_regs = source.choice((False, True))
+        a_mn_major = transposable and not a_in_regs and source.choice((False, True))
+        b_k_major = source.choice((False, True)) if transposable and N * bits // 8 >= min(SWIZZLES) else True
+        a_row = (M if a_mn_major else K) * bits // 8
+        b_row = (K if b_k_major else N) * bits // 8
+        return {"a_dtype": a_dtype, "b_dtype": b_dtype, "mma": mma, "acc": acc, "M": M, "N": N, "K": K,
+                "num_warps": num_warps, "warps_per_cta": warps, "instr_n": instr_n,
+                "a_swizzle": source.choice(tuple(s for s in SWIZZLES if s <= a_row)),
+                "b_swizzle": source.choice(tuple(s for s in SWIZZLES if s <= b_row)),
+                "a_in_regs": a_in_regs, "a_mn_major": a_mn_major, "b_k_major": b_k_major,
+                "use_acc": source.choice((True, False))}
+
+    def validate(self, case: Case) -> None:
+        p = case.params
+        if p["a_dtype"] not in STORAGE or p["b_dtype"] not in STORAGE or p["mma"] not in MMA_BITS:
+            raise ValueError(f"types: storage one of {sorted(STORAGE)}, mma one of {sorted(MMA_BITS)}")
+        if p["acc"] not in ACCUMULATORS[p["mma"]]:
+            raise ValueError(f"{p['mma']} accumulates in {ACCUMULATORS[p['mma']]}, not {p['acc']}")
+        bits = MMA_BITS[p["mma"]]
+        if bits != 16 and (p["a_mn_major"] or not p["b_k_major"]):
+            raise ValueError("wgmma reads MN-major operands only for 16-bit types")
+        if p["K"] % (256 // bits) or p["M"] % (16 * p["warps_per_cta"][0]) or p["N"] % (p["instr_n"] * p["warps_per_cta"][1]):
+            raise ValueError("M, N, K must be multiples of the instruction shape times the warps")
+        a_row = (p["M"] if p["a_mn_major"] else p["K"]) * bits // 8
+        b_row = (p["K"] if p["b_k_major"] else p["N"]) * bits // 8
+        if p["a_swizzle"] > a_row or p["b_swizzle"] > b_row:
+            raise ValueError("a swizzle is wider than its operand's contiguous rows")
+        if (p["M"] * p["K"] + p["K"] * p["N"]) * bits // 8 > SMEM_BYTES:
+            raise ValueError("the operands do not fit the shared-memory budget")
+
+    def family(self, case: Case) -> str:
+        return f"{case.params.get('a_dtype', '?')}/{case.params.get('b_dtype', '?')}"
+
+    def expected(self, case: Case) -> Any:
+        a, b, c = operand_data(case)
+        d = a @ b + (c if case.params["use_acc"] else 0)
+        return d.reshape(-1).tolist()
+
+    def constexprs(self, p: Mapping[str, Any]) -> dict[str, Any]:
+        """The kernel's layouts and flags for case ``p`` (also used to compile it on a CPU)."""
+        from triton.experimental.gluon import language as ttgl
+
+        bits = MMA_BITS[p["mma"]]
+        mma = {"f16": ttgl.float16, "bf16": ttgl.bfloat16, "tf32": ttgl.float32, "e4m3": ttgl.float8e4nv,
+               "e5m2": ttgl.float8e5, "i8": ttgl.int8}[p["mma"]]
+        acc = ttgl.NVMMADistributedLayout([3, 0], list(p["warps_per_cta"]), [16, p["instr_n"], 256 // bits])
+        return {"M": p["M"], "N": p["N"], "K": p["K"], "MMA": mma, "ROUND": "rtne" if p["mma"] not in ("tf32", "i8") else None,
+                "ACC": acc, "LOAD": ttgl.BlockedLayout([1, 4], [4, 8], [p["num_warps"], 1], [1, 0]),
+                "A_SMEM": ttgl.NVMMASharedLayout(p["a_swizzle"], bits, 2), "B_SMEM": ttgl.NVMMASharedLayout(p["b_swizzle"], bits, 2),
+                "A_IN_REGS": p["a_in_regs"], "K_WIDTH": 32 // bits, "A_MN_MAJOR": p["a_mn_major"],
+                "B_K_MAJOR": p["b_k_major"], "USE_ACC": p["use_acc"]}
+
+    def run(self, case: Case) -> Any:
+        import torch
+
+        from gpu.gluon_probes import wgmma_probe
+
+        p = case.params
+        a, b, c = operand_data(case)
+
+        def tensor(x: np.ndarray, kind: str):
+            return torch.from_numpy(x).to(torch.float32).to(getattr(torch, STORAGE[kind][0])).cuda()
+
+        d = torch.zeros(p["M"], p["N"], dtype=getattr(torch, STORAGE[p["acc"]][0]), device="cuda")
+        self.launch(wgmma_probe, tensor(a, p["a_dtype"]), tensor(b, p["b_dtype"]), tensor(c, p["acc"]), d,
+                    num_warps=p["num_warps"], **self.constexprs(p))
+        return d.to(torch.float64).reshape(-1).cpu().numpy().astype(np.int64).tolist()
+
+    def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        want, got = np.asarray(expected), np.asarray(observed)
+        bad = np.flatnonzero(want != got)
+        if bad.size == 0:
+            return Comparison(True)
+        n = case.params["N"]
+        lines = tuple(f"D[{i // n}, {i % n}]: expected {want[i]} got {got[i]}" for i in bad[:8])
+        rows, cols = len({int(i) // n for i in bad}), len({int(i) % n for i in bad})
+        return Comparison(False, int(bad.size), lines, f"wrong-products:{'all' if bad.size == want.size else 'some'}",
+                          f"{bad.size} of {want.size} products wrong, in {rows} rows and {cols} columns")
