@@ -24,6 +24,7 @@ from reports.tables import FORMATS, pass_rate_table, render, write_tables
 DEFAULT_OUT = "layoutfuzz-out"
 DEFAULT_TARGETS = "triton.linear_layout,triton.layouts,triton.bank_conflicts,triton.compile"  # every CPU target
 DEFAULT_BUDGET_S = 60.0
+DEFAULT_TIMEOUT_S = 30.0
 
 
 class UsageError(Exception):
@@ -108,6 +109,7 @@ def _prepare_store(args: argparse.Namespace) -> tuple[Store, dict[str, Any]]:
         "seed": args.seed,
         "shard": str(args.shard),
         "cases": args.cases,
+        "timeout_s": args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     store.set_meta(meta)
@@ -174,7 +176,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     interrupted = False
     try:
-        run_cases(work, recorder, args.jobs, args.timeout, deadline)
+        timeout = args.timeout if args.timeout is not None else float(meta.get("timeout_s", DEFAULT_TIMEOUT_S))
+        run_cases(work, recorder, args.jobs, timeout, deadline)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -330,8 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run only part I of N (1-based): case indices = I-1 mod N")
     run.add_argument("--jobs", "-j", type=positive_int, default=os.cpu_count() or 1,
                      help="worker processes (default: one per core)")
-    run.add_argument("--timeout", type=parse_duration, default=30.0, metavar="DURATION",
-                     help="per-case time limit; a case past it is a timeout (default 30s)")
+    run.add_argument("--timeout", type=parse_duration, default=None, metavar="DURATION",
+                     help="per-case time limit; a case past it is a timeout (default 30s, or the resumed campaign's)")
     run.add_argument("--out", default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
     run.add_argument("--resume", action="store_true",
                      help="continue the campaign in --out with its stored settings, skipping recorded cases")
