@@ -99,8 +99,9 @@ class TmaRunner(KernelRunner):
             raise RuntimeError(f"cuTensorMapEncodeTiled: {err.name}")
         return np.array([int(w) for w in tmap.opaque], dtype=np.uint64)
 
-    def run(self, boxes: list[TiledBox], window: int) -> list[np.ndarray | str]:
-        """Each box's shared-memory window after the copy, or the CUDA error that refused it."""
+    def run(self, boxes: list[TiledBox], window: int, coord: int = 0) -> list[np.ndarray | str]:
+        """Each box's shared-memory window after the copy from (coord, ..., coord), or the CUDA
+        error that refused it. The oracle's windows are for coordinate 0."""
         torch = self.torch
         results: list[np.ndarray | str] = [""] * len(boxes)
         keep, maps, cases, sources = [], [], [], []
@@ -114,7 +115,7 @@ class TmaRunner(KernelRunner):
                 continue
             sources.append(src)
             keep.append(i)
-            cases.append((params.rank, box.dst, box.size_bytes, 0))
+            cases.append((params.rank, box.dst, box.size_bytes, coord))
         if keep:
             tmaps = torch.from_numpy(np.stack(maps)).cuda()
             table = torch.tensor(cases, dtype=torch.int32).cuda()

@@ -98,3 +98,33 @@ def test_target_passes_one_case():
 
     case = make_case(target, 0, 0)
     assert target.compare(case, target.expected(case), target.observed(case)).ok
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", [SwizzleMode.NONE, SwizzleMode.B64])
+def test_raw_copies_from_negative_16_byte_aligned_coordinates_zero_fill(mode):
+    # docs/findings.md: without Triton, a load at (-4, -4) (int32: the inner start 16-byte aligned,
+    # the box entirely out of bounds) zero-fills and does not trap
+    from gpu.tma import TmaRunner
+
+    box = TiledBox((16, 4), 4, (1, 1), mode, 0)
+    (window,) = TmaRunner().run([box], 4096, coord=-4)
+    assert not isinstance(window, str) and not window[: box.footprint_bytes].any()
+    assert (window[box.footprint_bytes:] == FILL).all()
+
+
+@pytest.mark.gpu
+def test_raw_copy_from_a_misaligned_inner_coordinate_traps():
+    # docs/findings.md: an inner start of -4 bytes (int32 at -1) ends in an illegal instruction
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "from gpu.tma import TmaRunner\n"
+        "from oracles.tma import SwizzleMode, TiledBox\n"
+        "TmaRunner().run([TiledBox((16, 4), 4, (1, 1), SwizzleMode.NONE, 0)], 4096, coord=-1)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode != 0 and "ILLEGAL_INSTRUCTION" in done.stderr

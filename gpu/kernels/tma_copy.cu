@@ -1,5 +1,5 @@
 // One TMA tiled copy per block: the case's tensor map (in global memory) copies its box from
-// coordinate 0 into shared memory at the case's destination offset from a 1024-byte aligned
+// coordinate (coord, ..., coord) (0 in campaigns) into shared memory at the case's destination offset from a 1024-byte aligned
 // window, completing on an mbarrier; the block then dumps the whole window, raw, to global.
 // Bytes the copy does not write keep the fill value, so the dump shows exactly what TMA wrote.
 
@@ -7,7 +7,7 @@ struct TmaCase {
   int rank;        // 1..5
   int dst_offset;  // bytes from the 1024-aligned window base (a multiple of 128)
   int tx_bytes;    // bytes the copy delivers (the mbarrier's transaction count)
-  int pad;
+  int coord;       // the box's start in every dimension (negative: partly out of bounds)
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
@@ -37,7 +37,7 @@ extern "C" __global__ void tma_copy(const unsigned long long* __restrict__ tenso
                  : "memory");
     const unsigned dst = smem_u32(base + c.dst_offset);
     const unsigned bar = smem_u32(&barrier);
-    const int z = 0;
+    const int z = c.coord;
     switch (c.rank) {
       case 1:
         asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];"
