@@ -147,3 +147,19 @@ def wgmma_probe(a_ptr, b_ptr, c_ptr, d_ptr, M: ttgl.constexpr, N: ttgl.constexpr
     oc = _offsets_2d(ACC, M, N)
     d = warpgroup_mma(a_op, b_op, ttgl.load(c_ptr + oc), use_acc=USE_ACC)
     ttgl.store(d_ptr + oc, d)
+
+
+@gluon.jit
+def convert_probe_packed_2d(src, dst, tid_a, tid_b, AS: ttgl.constexpr, BS: ttgl.constexpr, S0S: ttgl.constexpr,
+                            S1S: ttgl.constexpr, OFFS: ttgl.constexpr):
+    """``convert_probe_2d`` for several cases in one kernel (same element type and warps): case i
+    converts AS[i] -> BS[i] over an S0S[i] x S1S[i] tile at element offset OFFS[i]. Measured against
+    one kernel per case by ``benchmarks/packed_compile.py``."""
+    for i in ttgl.static_range(len(AS)):
+        oa = _offsets_2d(ttgl.constexpr(AS[i]), ttgl.constexpr(S0S[i]), ttgl.constexpr(S1S[i])) + OFFS[i]
+        x = ttgl.load(src + oa)
+        ttgl.store(tid_a + oa, _tid_like(oa))
+        y = ttgl.convert_layout(x, ttgl.constexpr(BS[i]))
+        ob = _offsets_2d(ttgl.constexpr(BS[i]), ttgl.constexpr(S0S[i]), ttgl.constexpr(S1S[i])) + OFFS[i]
+        ttgl.store(dst + ob, y)
+        ttgl.store(tid_b + ob, _tid_like(ob))

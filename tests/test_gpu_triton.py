@@ -331,3 +331,21 @@ def test_the_reduced_8_bit_conversion_still_loses_data():
     observed = target.observed(case)
     assert observed["data_mismatches"] == 64
     assert target.compare(case, target.expected(case), {**observed, "data_mismatches": 0}).ok  # holders are right
+
+
+def test_a_packed_conversion_kernel_compiles_with_one_conversion_per_case():
+    # benchmarks/packed_compile.py measures it against one kernel per case (slower: not used by campaigns)
+    pytest.importorskip("triton")
+    from gpu.gluon_probes import convert_probe_packed_2d
+    from gpu.triton_targets import compile_for_sm90
+
+    target = TritonConvertLayout()
+    group = [p for p in (make_case(target, 11, i).params for i in range(200))
+             if len(p["shape"]) == 2 and p["elem_bits"] == 32 and p["num_warps"] == 4][:2]
+    layouts = [(gluon_layout(LinearLayout.from_dict(p["a"]), p["shape"]), gluon_layout(LinearLayout.from_dict(p["b"]), p["shape"]))
+               for p in group]
+    kernel = compile_for_sm90(convert_probe_packed_2d, {"src": "*i32", "dst": "*i32", "tid_a": "*i32", "tid_b": "*i32"},
+                              {"AS": tuple(a for a, _ in layouts), "BS": tuple(b for _, b in layouts),
+                               "S0S": tuple(p["shape"][0] for p in group), "S1S": tuple(p["shape"][1] for p in group),
+                               "OFFS": (0, group[0]["shape"][0] * group[0]["shape"][1])}, 4)
+    assert kernel.asm["ptx"].count("%tid.x") >= 4  # two holder records per conversion
