@@ -17,8 +17,10 @@ from generators.case import Case, parse_case_id
 from harness import registry
 from harness.runner import Result, Runner, Shard, make_case, plan, run_cases
 from harness.target import OUTCOMES, Outcome, Target
+from reports.buckets import bucket_table, diff_buckets
+from reports.junit import junit_xml
 from reports.report import bucket_key, build_report, environment_versions
-from reports.store import DB_NAME, Store, StoreError, report_name
+from reports.store import DB_NAME, Store, StoreError, report_name, write_atomically
 from reports.tables import FORMATS, pass_rate_table, render, write_tables
 
 DEFAULT_OUT = "layoutfuzz-out"
@@ -141,6 +143,8 @@ class Recorder:
 def cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    if args.baseline:  # a wrong baseline is an input error, found before the campaign runs
+        _open_store(args.baseline).close()
     store, meta = _prepare_store(args)
     specs = list(meta["targets"])
     targets = [(spec, _load(spec)) for spec in specs]
@@ -183,9 +187,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     elapsed = time.monotonic() - started
-    table = pass_rate_table(store.frame())
+    frame = store.frame()
+    table = pass_rate_table(frame)
     write_tables(table, store.directory)
     print(render(table, args.format))
+    buckets = bucket_table(frame)
+    write_atomically(store.directory / "buckets.md", render(buckets, "md") + "\n")
+    if not buckets.empty:
+        print(f"\n{len(buckets)} distinct problem(s) in {int(buckets['cases'].sum())} cases (buckets.md):")
+        print(render(buckets.drop(columns=["report"]), args.format))
+    new_buckets, changes = 0, None
+    if args.baseline:
+        changes = diff_buckets(_open_store(args.baseline).frame(), frame)
+        new_buckets = int((changes["status"] == "new").sum())
+        print(f"\nagainst {args.baseline}: {_diff_summary(changes)}")
+        if not changes.empty:
+            print(render(changes, args.format))
+    if args.junit:
+        write_atomically(Path(args.junit), junit_xml(table, buckets, changes, f"layoutfuzz {store.directory}"))
     n = sum(recorder.counts.values())
     summary = ", ".join(f"{recorder.counts[o]} {o}" for o in OUTCOMES if recorder.counts[o])
     print(f"\n{n} cases in {elapsed:.1f} s ({n / max(elapsed, 1e-9):.0f}/s): {summary or 'none'}", file=sys.stderr)
@@ -196,7 +215,59 @@ def cmd_run(args: argparse.Namespace) -> int:
     if interrupted:
         print(f"interrupted; continue with: layoutfuzz run --out {args.out} --resume", file=sys.stderr)
         return 130
-    return 1 if (args.fail_on_findings and findings) else 0
+    return 1 if (args.fail_on_findings and findings) or new_buckets else 0
+
+
+# ---- nightly ------------------------------------------------------------------------------------
+
+
+def cmd_nightly(args: argparse.Namespace) -> int:
+    date = args.date or time.strftime("%Y-%m-%d", time.gmtime())
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        raise UsageError(f"bad date {date!r}: expected YYYY-MM-DD")
+    suffix = "" if args.shard.count == 1 else f"-shard{args.shard.index}of{args.shard.count}"
+    root = Path(args.root)
+    out = root / f"{date}{suffix}"
+    earlier = sorted(p for p in root.glob(f"????-??-??{suffix}") if p.name < out.name and (p / DB_NAME).exists())
+    resume = (out / DB_NAME).exists()
+    run_args = argparse.Namespace(
+        targets=args.targets, target=None, seed=int(date.replace("-", "")), cases=None, budget=args.budget,
+        shard=args.shard, jobs=args.jobs, timeout=args.timeout, out=str(out), resume=resume, force=False,
+        format="md", fail_on_findings=False, baseline=str(earlier[-1]) if earlier else None,
+        junit=str(out / "junit.xml"), quiet=args.quiet)
+    print(f"layoutfuzz nightly: {out}" + (f", against {earlier[-1]}" if earlier else ", no earlier night to compare"),
+          file=sys.stderr)
+    return cmd_run(run_args)
+
+
+# ---- buckets and diff --------------------------------------------------------------------------
+
+
+def _open_store(directory: str) -> Store:
+    try:
+        return Store(directory, create=False)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _diff_summary(changes) -> str:
+    counts = changes["status"].value_counts()
+    return ", ".join(f"{int(counts.get(s, 0))} {s}" for s in ("new", "persisting", "fixed")) + " bucket(s)"
+
+
+def cmd_buckets(args: argparse.Namespace) -> int:
+    buckets = bucket_table(_open_store(args.out).frame())
+    print(render(buckets, args.format))
+    print(f"{len(buckets)} distinct problem(s) in {int(buckets['cases'].sum()) if len(buckets) else 0} cases", file=sys.stderr)
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    changes = diff_buckets(_open_store(args.baseline).frame(), _open_store(args.new).frame())
+    if not changes.empty:
+        print(render(changes, args.format))
+    print(_diff_summary(changes), file=sys.stderr)
+    return 1 if (changes["status"] == "new").any() else 0
 
 
 # ---- reproduce --------------------------------------------------------------------------
@@ -342,8 +413,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--format", choices=FORMATS, default="md", help="format of the printed table")
     run.add_argument("--fail-on-findings", action="store_true",
                      help="exit 1 if any case diverged, crashed, timed out or errored")
+    run.add_argument("--baseline", metavar="DIR",
+                     help="an earlier campaign's directory: print new, persisting and fixed buckets; exit 1 on new ones")
+    run.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per clean family and per bucket")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     run.set_defaults(func=cmd_run)
+
+    nightly = sub.add_parser(
+        "nightly", help="the nightly preset: a dated, seeded campaign diffed against the previous night",
+        description="Run tonight's campaign in ROOT/DATE (seed = the date as YYYYMMDD, so every machine and shard "
+        "draws the same cases), resume it if it exists, compare its buckets with the latest earlier night in ROOT, "
+        "and write ROOT/DATE/junit.xml. Exit 1 when a bucket is new, 0 otherwise.")
+    nightly.add_argument("--root", default="nightly", help="folder holding one campaign per night (default nightly)")
+    nightly.add_argument("--date", default=None, help="the night, YYYY-MM-DD (default: today, UTC)")
+    nightly.add_argument("--targets", metavar="NAMES", help="comma-separated target names (default: the CPU targets)")
+    nightly.add_argument("--budget", type=parse_duration, default=600.0, metavar="DURATION",
+                         help="campaign length (default 10m)")
+    nightly.add_argument("--shard", type=shard_spec, default=Shard(), metavar="I/N", help="this job's part of the night")
+    nightly.add_argument("--jobs", "-j", type=positive_int, default=os.cpu_count() or 1, help="worker processes")
+    nightly.add_argument("--timeout", type=parse_duration, default=None, metavar="DURATION", help="per-case limit")
+    nightly.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    nightly.set_defaults(func=cmd_nightly)
 
     rep = sub.add_parser("reproduce", help="re-run one case and show expected vs observed",
                          description="Re-run one case in an isolated worker and show what the oracle and the "
@@ -355,6 +445,19 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--timeout", type=parse_duration, default=60.0, metavar="DURATION")
     rep.add_argument("--verbose", "-v", action="store_true", help="print expected and observed in full")
     rep.set_defaults(func=cmd_reproduce)
+
+    buckets = sub.add_parser("buckets", help="print a campaign's distinct problems, with counts and a representative each")
+    buckets.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT})")
+    buckets.add_argument("--format", choices=FORMATS, default="md")
+    buckets.set_defaults(func=cmd_buckets)
+
+    diff = sub.add_parser("diff", help="new, persisting and fixed buckets between two campaigns (exit 1 on new ones)",
+                          description="Compare the buckets of two campaign directories. Exit status: 0 when "
+                                      "nothing is new, 1 when NEW has a bucket BASELINE lacks, 2 on bad input.")
+    diff.add_argument("baseline", help="the earlier campaign's directory")
+    diff.add_argument("new", help="the later campaign's directory")
+    diff.add_argument("--format", choices=FORMATS, default="md")
+    diff.set_defaults(func=cmd_diff)
 
     table = sub.add_parser("table", help="print the pass-rate table of a campaign")
     table.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT})")

@@ -121,7 +121,7 @@ class Store:
     def frame(self) -> pd.DataFrame:
         """Every outcome as a DataFrame."""
         return pd.read_sql_query(
-            "SELECT target, seed, idx, family, outcome, detail, bucket, mismatch_count, duration_s, report, metrics"
+            "SELECT target, seed, idx, family, outcome, detail, signature, bucket, mismatch_count, duration_s, report, metrics"
             " FROM outcomes ORDER BY target, seed, idx",
             self.db,
         )

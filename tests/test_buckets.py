@@ -1,0 +1,82 @@
+"""Buckets (distinct problems) and the diff between two campaigns, from the store and the CLI."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+
+import pandas as pd
+
+from generators.case import Case
+from harness.runner import Result
+from harness.target import Outcome
+from reports.buckets import bucket_table, diff_buckets
+from reports.report import bucket_key
+from reports.store import Store
+from tests.test_cli import CRASHY, layoutfuzz
+
+
+def _store(path, rows):
+    store = Store(path)
+    for index, family, outcome, signature in rows:
+        result = Result(Case("t", 0, index, {}), family, Outcome(outcome), "detail", signature=signature)
+        store.record(result, bucket_key(result), None)
+    return store.frame()
+
+
+def test_buckets_count_cases_and_pick_the_lowest_index(tmp_path):
+    frame = _store(tmp_path / "a", [(5, "f", "diverge", "x"), (2, "f", "diverge", "x"), (3, "g", "diverge", "x"),
+                                    (4, "f", "diverge", "y"), (1, "f", "pass", ""), (6, "f", "unsupported", "")])
+    table = bucket_table(frame)
+    assert list(table["cases"]) == [2, 1, 1]  # (f, x) twice; (f, y) and (g, x) once: family splits buckets
+    first = table.iloc[0]
+    assert (first["family"], first["signature"], first["representative"]) == ("f", "x", "t/0/2")
+
+
+def test_diff_says_new_persisting_and_fixed(tmp_path):
+    old = _store(tmp_path / "old", [(1, "f", "diverge", "x"), (2, "f", "crash", ""), (3, "f", "diverge", "gone")])
+    new = _store(tmp_path / "new", [(1, "f", "diverge", "x"), (2, "f", "crash", ""), (4, "f", "diverge", "fresh"),
+                                    (5, "f", "diverge", "fresh")])
+    changes = diff_buckets(old, new).set_index("signature")
+    assert changes.loc["fresh", "status"] == "new" and changes.loc["fresh", "new cases"] == 2
+    assert changes.loc["x", "status"] == "persisting" and changes.loc["gone", "status"] == "fixed"
+    assert list(diff_buckets(new, new)["status"].unique()) == ["persisting"]
+
+
+def test_cli_diff_and_baseline_exit_1_only_on_new_buckets(tmp_path):
+    base = layoutfuzz("run", "--target", CRASHY, "--cases", "3", "--jobs", "2", "-q", "--out", "base", cwd=tmp_path)
+    assert base.returncode == 0, base.stderr  # pass, abort, segfault
+    assert "2 distinct problem(s)" in base.stdout
+    listed = layoutfuzz("buckets", "--out", "base", "--format", "csv", cwd=tmp_path)
+    assert listed.returncode == 0
+    assert sorted(pd.read_csv(io.StringIO(listed.stdout))["outcome"]) == ["crash", "crash"]
+    new = layoutfuzz("run", "--target", CRASHY, "--cases", "5", "--timeout", "2", "--jobs", "2", "-q", "--out", "new",
+                     "--baseline", "base", cwd=tmp_path)  # adds a hang (timeout) and a divergence
+    assert new.returncode == 1 and "2 new, 2 persisting, 0 fixed" in new.stdout, new.stdout + new.stderr
+    forward = layoutfuzz("diff", "base", "new", cwd=tmp_path)
+    assert forward.returncode == 1 and "2 new, 2 persisting, 0 fixed" in forward.stderr
+    backward = layoutfuzz("diff", "new", "base", cwd=tmp_path)
+    assert backward.returncode == 0 and "0 new, 2 persisting, 2 fixed" in backward.stderr
+    assert "timeout" in backward.stdout and "diverge" in backward.stdout
+    missing = layoutfuzz("diff", "base", "nowhere", cwd=tmp_path)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no campaign in nowhere" in missing.stderr
+
+
+def test_nightly_runs_dated_campaigns_diffs_the_previous_night_and_writes_junit(tmp_path):
+    import re
+    import xml.etree.ElementTree as ET
+
+    common = ("--root", "nights", "--targets", "triton.bank_conflicts", "--budget", "4s", "--jobs", "2", "-q")
+    first = layoutfuzz("nightly", "--date", "2026-01-01", *common, cwd=tmp_path)
+    assert first.returncode == 0 and "no earlier night" in first.stderr, first.stderr
+    second = layoutfuzz("nightly", "--date", "2026-01-02", *common, cwd=tmp_path)
+    assert "against nights/2026-01-01" in second.stderr
+    new = int(re.search(r"(\d+) new, \d+ persisting, \d+ fixed", second.stdout).group(1))
+    assert second.returncode == (1 if new else 0)
+    root = ET.parse(tmp_path / "nights" / "2026-01-02" / "junit.xml").getroot()
+    suite = root.find("testsuite")
+    assert suite.get("name") == "triton.bank_conflicts" and int(suite.get("failures")) == new
+    assert sqlite3.connect(tmp_path / "nights" / "2026-01-02" / "layoutfuzz.sqlite").execute(
+        "SELECT DISTINCT seed FROM outcomes").fetchall() == [(20260102,)]
+    bad = layoutfuzz("nightly", "--date", "yesterday", *common, cwd=tmp_path)
+    assert bad.returncode == 2 and "bad date" in bad.stderr
