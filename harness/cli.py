@@ -240,6 +240,32 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     return cmd_run(run_args)
 
 
+# ---- selftest ------------------------------------------------------------------------------------
+
+
+def cmd_selftest(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from harness import selftest
+
+    clean = selftest.baseline()
+    broken = {name: n for name, n in clean.items() if n}
+    if broken:
+        print(f"layoutfuzz selftest: the unmutated oracles already disagree with the recorded truth: {broken}", file=sys.stderr)
+        return 1
+    verdicts = list(selftest.run())
+    rows = [{"mutant": v.mutant.name, "planted fault": v.mutant.fault, "evidence": v.mutant.evidence,
+             "caught": "yes" if v.caught else "NO", "how": v.how, "s": round(v.seconds, 2)} for v in verdicts]
+    print(render(pd.DataFrame(rows), args.format))
+    caught = sum(v.caught for v in verdicts)
+    score = caught / len(verdicts)
+    print(f"\nmutation score: {caught}/{len(verdicts)} = {100 * score:.1f}% (required: {100 * selftest.REQUIRED_SCORE:.0f}%)")
+    for v in verdicts:
+        if not v.caught:
+            print(f"missed: {v.mutant.name}: {v.mutant.fault} (evidence {v.mutant.evidence})")
+    return 0 if score >= selftest.REQUIRED_SCORE else 1
+
+
 # ---- buckets and diff --------------------------------------------------------------------------
 
 
@@ -445,6 +471,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--timeout", type=parse_duration, default=60.0, metavar="DURATION")
     rep.add_argument("--verbose", "-v", action="store_true", help="print expected and observed in full")
     rep.set_defaults(func=cmd_reproduce)
+
+    selftest = sub.add_parser(
+        "selftest", help="plant faults in copies of the oracles and report how many the recorded truth catches",
+        description="Mutation score of the harness: each mutant plants one fault (LBO and SBO swapped, a wrong base "
+        "offset, an off-by-one swizzle phase, a wrong 96B table, ...) and replays the recorded hardware truth and the "
+        "seeds' tables against it. Exit 0 when at least 95%% are caught, 1 otherwise (the misses are listed).")
+    selftest.add_argument("--format", choices=FORMATS, default="md")
+    selftest.set_defaults(func=cmd_selftest)
 
     buckets = sub.add_parser("buckets", help="print a campaign's distinct problems, with counts and a representative each")
     buckets.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT})")

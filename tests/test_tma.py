@@ -6,25 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.truth import SEED004_TABLES
 from oracles.linear_layout import LayoutError
 from oracles.tma import SwizzleMode, TiledBox
 
 IDENTITY = [0, 1, 2, 3, 4, 5, 6, 7]
-# 5.5.7's destination tables, 16-byte cells per 128-byte line, until "Pattern repeats"
-TABLES = {
-    SwizzleMode.NONE: [IDENTITY, IDENTITY],
-    SwizzleMode.B32: [IDENTITY, [1, 0, 3, 2, 5, 4, 7, 6]],
-    SwizzleMode.B64: [IDENTITY, [1, 0, 3, 2, 5, 4, 7, 6], [2, 3, 0, 1, 6, 7, 4, 5], [3, 2, 1, 0, 7, 6, 5, 4]],
-    SwizzleMode.B96: [IDENTITY, [1, 0, 3, 2, 5, 4, 7, 6]],
-    SwizzleMode.B128: [
-        IDENTITY, [1, 0, 3, 2, 5, 4, 7, 6], [2, 3, 0, 1, 6, 7, 4, 5], [3, 2, 1, 0, 7, 6, 5, 4],
-        [4, 5, 6, 7, 0, 1, 2, 3], [5, 4, 7, 6, 1, 0, 3, 2], [6, 7, 4, 5, 2, 3, 0, 1], [7, 6, 5, 4, 3, 2, 1, 0],
-    ],
-    # 32-byte atomicity: "0 1 | 2 3 | 4 5 | 6 7", "2 3 | 0 1 | 6 7 | 4 5", ...
-    SwizzleMode.B128_ATOM_32B: [IDENTITY, [2, 3, 0, 1, 6, 7, 4, 5], [4, 5, 6, 7, 0, 1, 2, 3], [6, 7, 4, 5, 2, 3, 0, 1]],
-    # 64-byte atomicity: "0 1 2 3 | 4 5 6 7", "4 5 6 7 | 0 1 2 3"
-    SwizzleMode.B128_ATOM_64B: [IDENTITY, [4, 5, 6, 7, 0, 1, 2, 3]],
-}
+# 5.5.7's destination tables, 16-byte cells per 128-byte line, until "Pattern repeats"; 32-byte
+# atomicity reads "0 1 | 2 3 | 4 5 | 6 7", "2 3 | 0 1 | 6 7 | 4 5", ...; 64-byte "0 1 2 3 | 4 5 6 7", ...
+TABLES = {SwizzleMode[name]: rows for name, rows in SEED004_TABLES["tables"].items()}
 
 
 @pytest.mark.parametrize("mode", list(TABLES))
