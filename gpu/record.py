@@ -1,9 +1,10 @@
-"""Record hardware observations for CI: ``python -m gpu.record tma|wgmma COUNT OUT.json [--raw]``.
+"""Record hardware observations for CI: ``python -m gpu.record tma|wgmma|convert COUNT OUT.json [--raw]``.
 
-Runs COUNT seeded cases in one launch and writes, per case, its params and the SHA-256 of what the
-GPU produced (the TMA window, or the table of addresses wgmma read; ``--raw`` keeps the table too),
-plus the throughput against one case per launch. ``tests/test_hardware_truth.py`` replays the
-oracle against them.
+Runs COUNT seeded cases and writes, per case, its params and the SHA-256 of what the GPU produced
+(the TMA window; the table of addresses wgmma read, ``--raw`` keeping the table too; or which
+thread held each element before and after a Gluon ``convert_layout``). TMA and wgmma run in one
+launch, with the throughput against one case per launch. ``harness/truth/`` keeps the records;
+``tests/test_hardware_truth.py`` and ``layoutfuzz selftest`` replay the oracles against them.
 """
 
 from __future__ import annotations
@@ -75,13 +76,31 @@ def record_wgmma(count: int, raw: bool = False) -> dict:
     }
 
 
+def record_convert(count: int) -> dict:
+    from cuda.core import Device
+
+    from generators.case import Case
+    from gpu.triton_targets import TritonConvertLayout
+
+    target = TritonConvertLayout()
+    cases = []
+    for i in range(count):
+        params = json.loads(json.dumps(target.generate(RandomSource(f"layoutfuzz/record/convert/{i}"))))
+        observed = target.observed(Case(target.name, 0, i, params))
+        holders = [observed["holders_a"], observed["holders_b"]]
+        cases.append({"params": params, "sha256": hashlib.sha256(json.dumps(holders).encode()).hexdigest(),
+                      "data_mismatches": observed["data_mismatches"]})
+    return {"target": target.name, "device": Device().name, "cases": cases, "throughput": {}}
+
+
 def main(argv: list[str]) -> int:
     raw = "--raw" in argv
     argv = [a for a in argv if a != "--raw"]
-    if len(argv) != 3 or argv[0] not in ("tma", "wgmma"):
-        print("usage: python -m gpu.record tma|wgmma COUNT OUT.json [--raw]", file=sys.stderr)
+    if len(argv) != 3 or argv[0] not in ("tma", "wgmma", "convert") or not argv[1].isdigit():
+        print("usage: python -m gpu.record tma|wgmma|convert COUNT OUT.json [--raw]", file=sys.stderr)
         return 2
-    data = record_tma(int(argv[1])) if argv[0] == "tma" else record_wgmma(int(argv[1]), raw)
+    recorders = {"tma": record_tma, "wgmma": lambda n: record_wgmma(n, raw), "convert": record_convert}
+    data = recorders[argv[0]](int(argv[1]))
     Path(argv[2]).write_text(json.dumps(data, indent=0, sort_keys=True) + "\n")
     print(json.dumps(data["throughput"]))
     return 0

@@ -50,6 +50,21 @@ def wgmma_records(first_only: bool = False) -> int:
     return wrong
 
 
+def convert_records(first_only: bool = False) -> int:
+    """Recorded Gluon conversions (H100) where the oracle names another holder for some element."""
+    from gpu import triton_targets
+    from oracles.linear_layout import LinearLayout
+
+    wrong = 0
+    for case in truth.HW_CONVERT["cases"]:
+        p = case["params"]
+        table = [triton_targets.holders(LinearLayout.from_dict(p[side]), p["shape"]) for side in ("a", "b")]
+        wrong += hashlib.sha256(json.dumps(table).encode()).hexdigest() != case["sha256"]
+        if wrong and first_only:
+            break
+    return wrong
+
+
 def seed_tables(first_only: bool = False) -> int:
     """Rows of 5.5.7's destination tables (seed 004) the oracle does not reproduce, over two
     periods ("... Pattern repeats ...")."""
@@ -59,7 +74,9 @@ def seed_tables(first_only: bool = False) -> int:
     return wrong
 
 
-EVIDENCE: dict[str, Callable[[bool], int]] = {"hw.tma": tma_records, "hw.wgmma": wgmma_records, "seed004": seed_tables}
+EVIDENCE: dict[str, Callable[[bool], int]] = {
+    "hw.tma": tma_records, "hw.wgmma": wgmma_records, "hw.convert": convert_records, "seed004": seed_tables,
+}
 
 
 # ---- mutants ------------------------------------------------------------------------------------
@@ -136,6 +153,32 @@ def _lbo_field_honoured() -> Iterator[None]:
         yield
 
 
+def _broadcast_bits(layout) -> int:
+    """The %tid.x bits (lane, then warp) whose bases are zero: the copies of broadcast data."""
+    bases = dict(layout.in_dims)
+    lanes = sum(1 << j for j, b in enumerate(bases.get("lane", ())) if not any(b))
+    warps = sum(1 << j for j, b in enumerate(bases.get("warp", ())) if not any(b))
+    return lanes | (warps << 5)
+
+
+def _holders(change: Callable) -> AbstractContextManager:
+    from gpu import triton_targets
+
+    original = triton_targets.holders
+    return mock.patch.object(triton_targets, "holders", lambda layout, shape: change(layout, shape, original))
+
+
+def _dropped_broadcast(layout, shape, original):
+    from oracles.linear_layout import LinearLayout
+
+    kept = tuple((n, tuple(b for b in bs if any(b)) if n in ("lane", "warp") else bs) for n, bs in layout.in_dims)
+    return original(LinearLayout(kept, layout.out_dims), shape)
+
+
+def _slack_ones(layout, shape, original):
+    return [tid | _broadcast_bits(layout) for tid in original(layout, shape)]
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("tma.unpadded-rows", "inner rows narrower than the swizzle span packed densely", "hw.tma",
            lambda: mock.patch.object(TiledBox, "row_bytes", property(lambda self: self.inner_bytes))),
@@ -152,6 +195,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("wgmma.base-offset-ignored", "base offset ignored (absolute row bits)", "hw.wgmma",
            lambda: _wgmma_rows(lambda row, base: row)),
     Mutant("wgmma.phase-off-by-one", "swizzle phase one row late", "hw.wgmma", lambda: _wgmma_rows(lambda row, base: row + 1 - base)),
+    Mutant("convert.dropped-broadcast-column", "broadcast (zero) lane and warp columns dropped, renumbering threads",
+           "hw.convert", lambda: _holders(_dropped_broadcast)),
+    Mutant("convert.slack-ones", "the right inverse's slack variables set to one: the last copy, not the first",
+           "hw.convert", lambda: _holders(_slack_ones)),
     Mutant("wgmma.lbo-not-ignored", "the LBO field used for swizzled K-major operands, where PTX assumes 1", "hw.wgmma",
            _lbo_field_honoured),
 )

@@ -45,3 +45,22 @@ def test_wgmma_record_covers_the_folklore():
 
 def test_oracle_reproduces_every_recorded_wgmma_read():
     assert wgmma_records() == 0
+
+
+def test_convert_record_covers_broadcasting_and_every_plan():
+    from generators.case import Case
+    from gpu.triton_targets import TritonConvertLayout
+    from harness.truth import HW_CONVERT
+
+    cases = HW_CONVERT["cases"]
+    target = TritonConvertLayout()
+    plans = {target.family(Case(target.name, 0, i, c["params"])).split(":")[0] for i, c in enumerate(cases)}
+    assert len(cases) == 200 and plans >= {"register", "shuffle", "shared"}
+    broadcast = [c for c in cases if any(not any(b) for n, bs in c["params"]["a"]["bases"] if n in ("lane", "warp") for b in bs)]
+    assert len(broadcast) > 100
+
+
+def test_oracle_names_every_recorded_holder():
+    from harness.selftest import convert_records
+
+    assert convert_records() == 0
