@@ -192,6 +192,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     write_tables(table, store.directory)
     print(render(table, args.format))
     buckets = bucket_table(frame)
+    if args.reduce and not buckets.empty and not interrupted:
+        print(f"reducing the representatives of {len(buckets)} bucket(s)...", file=sys.stderr)
+        buckets["reduced"] = reduce_representatives(store, buckets, _specs_by_name(targets), timeout, args.reduce_tries)
     write_atomically(store.directory / "buckets.md", render(buckets, "md") + "\n")
     if not buckets.empty:
         print(f"\n{len(buckets)} distinct problem(s) in {int(buckets['cases'].sum())} cases (buckets.md):")
@@ -234,10 +237,72 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         targets=args.targets, target=None, seed=int(date.replace("-", "")), cases=None, budget=args.budget,
         shard=args.shard, jobs=args.jobs, timeout=args.timeout, out=str(out), resume=resume, force=False,
         format="md", fail_on_findings=False, baseline=str(earlier[-1]) if earlier else None,
-        junit=str(out / "junit.xml"), quiet=args.quiet)
+        junit=str(out / "junit.xml"), quiet=args.quiet, reduce=True, reduce_tries=args.reduce_tries)
     print(f"layoutfuzz nightly: {out}" + (f", against {earlier[-1]}" if earlier else ", no earlier night to compare"),
           file=sys.stderr)
     return cmd_run(run_args)
+
+
+# ---- reduce --------------------------------------------------------------------------------------
+
+
+def cmd_reduce(args: argparse.Namespace) -> int:
+    from harness.reduce import reduce_case
+
+    case, spec, report = _case_from_argument(args)
+    target = _load(spec)
+    if not target.availability().available:
+        raise UsageError(f"{target.name} cannot run here: {target.availability().reason}")
+    try:
+        target.validate(case)
+    except ValueError as exc:
+        raise UsageError(f"malformed case {case.case_id}: {exc}") from None
+    with Runner(jobs=1, timeout_s=args.timeout) as runner:
+        done = reduce_case(spec, target, case, runner, args.max_tries, progress=lambda line: print(line, file=sys.stderr))
+    if done is None:
+        print(f"{case.case_id} passes: nothing to reduce")
+        return 1
+    written = Path(args.write) if args.write else Path(f"{case.target}-{case.seed}-{case.index}.reduced.json")
+    reduced = done.reduced.to_dict()
+    write_atomically(written, json.dumps(reduced, indent=1, sort_keys=True) + "\n")
+    path = Path(args.case)
+    if report is not None and path.is_file():  # the report keeps the original and gains the reduced case
+        write_atomically(path, json.dumps({**report, "reduced_case": reduced}, indent=2, sort_keys=True) + "\n")
+    print(f"{done.outcome.value} ({done.signature or 'no signature'}) kept through {done.steps} shrinking step(s), "
+          f"{done.tries} tries")
+    print(f"original: {json.dumps(case.params)[:2000]}")
+    print(f"reduced:  {json.dumps(done.reduced.params)[:2000]}")
+    builtin = registry.BUILTIN.get(case.target) == spec or spec == case.target
+    print(f"reproduce: layoutfuzz reproduce {written}" + ("" if builtin else f" --target {spec}"))
+    return 0
+
+
+def reduce_representatives(store: Store, buckets, specs: dict[str, str], timeout: float, max_tries: int) -> list[str]:
+    """Reduces each bucket's representative; its report gains ``reduced_case`` and a case file
+    ``reports/NAME.reduced.json`` is written beside it. Returns the reduced cases' paths (or "")."""
+    from harness.reduce import reduce_case
+
+    paths = []
+    with Runner(jobs=1, timeout_s=timeout) as runner:
+        for row in buckets.itertuples():
+            found = store.find(row.representative)
+            spec = specs.get(row.target, row.target)
+            if found is None or not found[1]:
+                paths.append("")
+                continue
+            case, report_path = found
+            done = reduce_case(spec, _load(spec), case, runner, max_tries)
+            if done is None:  # it passed on this run: flaky, left as it was
+                paths.append("")
+                continue
+            reduced = done.reduced.to_dict()
+            report_file = Path(report_path)
+            write_atomically(report_file, json.dumps({**json.loads(report_file.read_text()), "reduced_case": reduced},
+                                                     indent=2, sort_keys=True) + "\n")
+            case_file = report_file.with_suffix(".reduced.json")
+            write_atomically(case_file, json.dumps(reduced, indent=1, sort_keys=True) + "\n")
+            paths.append(str(case_file.relative_to(store.directory)))
+    return paths
 
 
 # ---- selftest ------------------------------------------------------------------------------------
@@ -441,6 +506,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="exit 1 if any case diverged, crashed, timed out or errored")
     run.add_argument("--baseline", metavar="DIR",
                      help="an earlier campaign's directory: print new, persisting and fixed buckets; exit 1 on new ones")
+    run.add_argument("--reduce", action="store_true",
+                     help="after the campaign, reduce each bucket's representative (its report gains reduced_case)")
+    run.add_argument("--reduce-tries", type=positive_int, default=200, metavar="N", help="tries per reduction (200)")
     run.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per clean family and per bucket")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     run.set_defaults(func=cmd_run)
@@ -458,6 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
     nightly.add_argument("--shard", type=shard_spec, default=Shard(), metavar="I/N", help="this job's part of the night")
     nightly.add_argument("--jobs", "-j", type=positive_int, default=os.cpu_count() or 1, help="worker processes")
     nightly.add_argument("--timeout", type=parse_duration, default=None, metavar="DURATION", help="per-case limit")
+    nightly.add_argument("--reduce-tries", type=positive_int, default=200, metavar="N",
+                         help="tries per bucket representative's reduction (default 200)")
     nightly.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     nightly.set_defaults(func=cmd_nightly)
 
@@ -471,6 +541,20 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--timeout", type=parse_duration, default=60.0, metavar="DURATION")
     rep.add_argument("--verbose", "-v", action="store_true", help="print expected and observed in full")
     rep.set_defaults(func=cmd_reproduce)
+
+    red = sub.add_parser("reduce", help="shrink a failing case while it fails the same way",
+                         description="Reduce a failing case (a report, a case file or TARGET/SEED/INDEX): drop list "
+                         "elements and move integers towards 0 while the case keeps the same outcome and signature, "
+                         "each try in an isolated worker. Writes the reduced case (reproducible with `layoutfuzz "
+                         "reproduce FILE`); a report also gains it as `reduced_case`. Exit 0 when reduced, 1 when the "
+                         "case passes, 2 on bad input.")
+    red.add_argument("case", metavar="CASE")
+    red.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory for case ids (default {DEFAULT_OUT})")
+    red.add_argument("--target", metavar="MODULE:ATTR", help="the target, where the case names none that loads")
+    red.add_argument("--timeout", type=parse_duration, default=60.0, metavar="DURATION", help="per-try limit")
+    red.add_argument("--max-tries", type=positive_int, default=500, help="give up shrinking after this many tries")
+    red.add_argument("--write", metavar="FILE", help="where the reduced case goes (default TARGET-SEED-INDEX.reduced.json)")
+    red.set_defaults(func=cmd_reduce)
 
     selftest = sub.add_parser(
         "selftest", help="plant faults in copies of the oracles and report how many the recorded truth catches",

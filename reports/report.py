@@ -31,16 +31,18 @@ def environment_versions() -> dict[str, str]:
     return versions
 
 
-def bucket_key(result: Result) -> str:
-    """Groups outcomes that look like the same problem: target, family, outcome and signature.
-
-    Crashes are keyed by their signal and the worker's last line with numbers removed.
-    """
-    signature = result.signature
+def problem_signature(result: Result) -> str:
+    """What makes two outcomes the same problem whatever their case: the comparison's signature,
+    or for crashes (errors, timeouts) the signal and the worker's last line with numbers removed."""
     if result.outcome in (Outcome.CRASH, Outcome.ERROR, Outcome.TIMEOUT, Outcome.UNSUPPORTED):
         lines = result.detail.strip().splitlines()
-        signature = re.sub(r"0x[0-9a-fA-F]+|\d+", "N", " | ".join(lines[:1] + lines[-1:]))
-    text = "\n".join((result.case.target, result.family, result.outcome.value, signature))
+        return re.sub(r"0x[0-9a-fA-F]+|\d+", "N", " | ".join(lines[:1] + lines[-1:]))
+    return result.signature
+
+
+def bucket_key(result: Result) -> str:
+    """Groups outcomes that look like the same problem: target, family, outcome and signature."""
+    text = "\n".join((result.case.target, result.family, result.outcome.value, problem_signature(result)))
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 

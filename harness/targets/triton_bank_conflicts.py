@@ -64,7 +64,11 @@ class TritonBankConflicts(GluonTarget):
         return params
 
     def validate(self, case: Case) -> None:
-        self._layouts(case)
+        if case.params.get("elem_bits") not in (8, 16, 32, 64):
+            raise ValueError("elem_bits must be 8, 16, 32 or 64")
+        _, dist, _ = self._layouts(case)
+        if len(dict(dist.in_dims).get("lane", ())) != 5:
+            raise ValueError("the distributed layout must span a 32-lane warp")
 
     def family(self, case: Case) -> str:
         return f"{case.params.get('shared_kind', '?')}:{case.params.get('elem_bits', '?')}b"

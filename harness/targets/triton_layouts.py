@@ -40,7 +40,10 @@ class TritonLayouts(GluonTarget):
         p = case.params
         if not isinstance(p.get("shape"), list) or not isinstance(p.get("layout"), dict):
             raise ValueError("params need 'layout' (a legacy layout dict) and 'shape' (a list)")
-        tl.from_dict(p["layout"]).linear_layout(p["shape"])
+        layout = tl.from_dict(p["layout"]).linear_layout(p["shape"])
+        lanes = dict(layout.in_dims).get("lane")
+        if lanes is not None and len(lanes) != 5:
+            raise ValueError("a distributed layout must span a 32-lane warp")
 
     def family(self, case: Case) -> str:
         return str(case.params.get("kind", "?"))
