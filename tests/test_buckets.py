@@ -66,7 +66,8 @@ def test_nightly_runs_dated_campaigns_diffs_the_previous_night_and_writes_junit(
     import re
     import xml.etree.ElementTree as ET
 
-    common = ("--root", "nights", "--targets", "triton.bank_conflicts", "--budget", "4s", "--jobs", "2", "-q")
+    common = ("--root", "nights", "--targets", "triton.bank_conflicts", "--budget", "4s", "--jobs", "2", "-q",
+              "--reduce-tries", "3")
     first = layoutfuzz("nightly", "--date", "2026-01-01", *common, cwd=tmp_path)
     assert first.returncode == 0 and "no earlier night" in first.stderr, first.stderr
     second = layoutfuzz("nightly", "--date", "2026-01-02", *common, cwd=tmp_path)
