@@ -240,7 +240,12 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         junit=str(out / "junit.xml"), quiet=args.quiet, reduce=True, reduce_tries=args.reduce_tries)
     print(f"layoutfuzz nightly: {out}" + (f", against {earlier[-1]}" if earlier else ", no earlier night to compare"),
           file=sys.stderr)
-    return cmd_run(run_args)
+    status = cmd_run(run_args)
+    try:
+        print(f"html: {write_html(out)}", file=sys.stderr)
+    except ImportError:
+        print("html: skipped (pictures need matplotlib: pip install 'layoutfuzz[report]')", file=sys.stderr)
+    return status
 
 
 # ---- reduce --------------------------------------------------------------------------------------
@@ -303,6 +308,30 @@ def reduce_representatives(store: Store, buckets, specs: dict[str, str], timeout
             write_atomically(case_file, json.dumps(reduced, indent=1, sort_keys=True) + "\n")
             paths.append(str(case_file.relative_to(store.directory)))
     return paths
+
+
+# ---- html ----------------------------------------------------------------------------------------
+
+
+def write_html(directory: Path) -> Path:
+    """``DIR/report.html``: tables, buckets and a picture of each representative, in one offline page."""
+    from reports.pictures import html_report
+
+    store = _open_store(str(directory))
+    frame = store.frame()
+    page = html_report(store.directory, render(pass_rate_table(frame), "html"), bucket_table(frame), f"layoutfuzz {directory}")
+    path = store.directory / "report.html"
+    write_atomically(path, page)
+    return path
+
+
+def cmd_html(args: argparse.Namespace) -> int:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError("pictures need matplotlib: pip install 'layoutfuzz[report]'") from None
+    print(write_html(Path(args.out)))
+    return 0
 
 
 # ---- selftest ------------------------------------------------------------------------------------
@@ -555,6 +584,13 @@ def build_parser() -> argparse.ArgumentParser:
     red.add_argument("--max-tries", type=positive_int, default=500, help="give up shrinking after this many tries")
     red.add_argument("--write", metavar="FILE", help="where the reduced case goes (default TARGET-SEED-INDEX.reduced.json)")
     red.set_defaults(func=cmd_reduce)
+
+    html = sub.add_parser("html", help="write DIR/report.html: tables, buckets and a picture of each representative",
+                          description="One offline HTML page of a campaign: the pass-rate table, the buckets, and a "
+                          "PNG of each bucket's representative (holders per thread, swizzle grids, mismatches in red). "
+                          "Needs matplotlib (the [report] extra).")
+    html.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT})")
+    html.set_defaults(func=cmd_html)
 
     selftest = sub.add_parser(
         "selftest", help="plant faults in copies of the oracles and report how many the recorded truth catches",

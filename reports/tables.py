@@ -55,6 +55,7 @@ def render(table: pd.DataFrame, fmt: str) -> str:
     if fmt == "csv":
         return table.to_csv(index=False)
     if fmt == "html":
+        table = table.rename_axis(columns=None)  # no stray header for the columns' name
         return table.to_html(index=False, na_rep="-", float_format=lambda x: f"{x:.2f}")
     raise ValueError(f"unknown table format {fmt!r}; formats: {', '.join(FORMATS)}")
 

@@ -1,0 +1,172 @@
+"""Pictures of divergences (PNG, via matplotlib): which thread holds which element, swizzle grids
+in the manner of the PTX figures, mismatches in red; and the offline HTML report of a campaign."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+from html import escape
+from math import prod
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CELL = 16  # bytes per cell, as in PTX 5.5.7's figures
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def mismatched_cells(lines: list[str]) -> list[int]:
+    """Byte addresses of the 16-byte cells named in ``cell 0x...: expected ... got ...`` lines."""
+    return [int(m.group(1), 16) for line in lines if (m := re.match(r"cell (0x[0-9a-fA-F]+):", line))]
+
+
+def _cells(ax, grid: np.ndarray, bad: np.ndarray, title: str, xlabel: str, ylabel: str,
+           labels: np.ndarray | None = None) -> None:
+    """A grid of 16-byte cells: grey shades by ``grid`` (mod 8), red where ``bad``."""
+    shade = 0.93 - 0.45 * (grid % 8) / 8
+    image = np.repeat(shade[..., None], 3, axis=-1)
+    image[bad] = (0.85, 0.1, 0.1)
+    ax.imshow(image, aspect="auto", interpolation="nearest")
+    if labels is not None and grid.size <= 256:
+        for (r, c), v in np.ndenumerate(labels):
+            ax.text(c, r, str(v), ha="center", va="center", fontsize=7)
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+def _tma_figure(report: dict[str, Any]):
+    from oracles.tma import block_boxes
+
+    plt = _plt()
+    p = report["case"]["params"]
+    e = p["elem_bits"] // 8
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    (_, box), *_ = block_boxes(p["block"], e, p["swizzle"])
+    lines = min(16, max(1, box.footprint_bytes // 128))
+    labels = np.zeros((lines, 8), dtype=int)  # which 16-byte chunk of its row each shared-memory cell holds
+    for index in box.indices():
+        address = box.address(index)
+        if address // 128 < lines and index[0] * e % CELL == 0:
+            labels[address // 128, (address % 128) // CELL] = index[0] * e // CELL
+    _cells(left, labels, np.zeros_like(labels, dtype=bool), f"shared memory ({p['swizzle']}B swizzle): which 16 B of its row each cell holds",
+           "16-byte cell within the 128-byte line", "128-byte line", labels)
+    row_bytes = (p["global_shape"][-1] + p["row_pad"]) * e
+    rows = min(64, prod(p["global_shape"][:-1]))
+    per_row = -(-row_bytes // CELL)
+    bad = np.zeros((rows, per_row), dtype=bool)
+    for address in mismatched_cells(report.get("first_mismatches", [])):
+        for byte in range(address, address + CELL):  # the global tensor's 16-byte cells a mismatch touches
+            if byte // row_bytes < rows:
+                bad[byte // row_bytes, (byte % row_bytes) // CELL] = True
+    bound = p["global_shape"][-1] * e / CELL - 0.5
+    _cells(right, np.zeros_like(bad, dtype=int), bad, f"global tensor ({rows} rows shown): wrong cells in red (the first 8 reported)",
+           "16-byte cell of the row (row stride included)", "row (outer dims flattened)")
+    right.axvline(bound, color="blue", linewidth=1)
+    right.text(bound, -0.8, " innermost bound", color="blue", fontsize=7)
+    return fig
+
+
+def _window_figure(report: dict[str, Any]):
+    plt = _plt()
+    cells = mismatched_cells(report.get("first_mismatches", []))
+    lines = max(8, max((c // 128 for c in cells), default=0) + 1)
+    bad = np.zeros((lines, 8), dtype=bool)
+    for c in cells:
+        bad[c // 128, (c % 128) // CELL] = True
+    fig, ax = plt.subplots(figsize=(5, max(3, lines * 0.25)))
+    _cells(ax, np.zeros_like(bad, dtype=int), bad, "shared-memory window: wrong 16-byte cells in red",
+           "16-byte cell within the 128-byte line", "128-byte line")
+    return fig
+
+
+def _holder_figure(report: dict[str, Any]):
+    plt = _plt()
+    p = report["case"]["params"]
+    shape = p["shape"]
+    rows = prod(shape[:-1])
+    expected, observed = report["expected"], report["observed"]
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    for col, side in enumerate(("a", "b")):
+        want = np.asarray(expected[f"holders_{side}"]).reshape(rows, shape[-1])
+        got = np.asarray(observed[f"holders_{side}"]).reshape(rows, shape[-1])
+        for row, (values, name) in enumerate(((want, "oracle"), (got, "GPU"))):
+            ax = axes[row][col]
+            ax.imshow(values, cmap="viridis", aspect="auto", interpolation="nearest")
+            wrong = np.argwhere(want != got)
+            ax.scatter(wrong[:, 1], wrong[:, 0], marker="x", color="red", s=12) if wrong.size else None
+            ax.set_title(f"layout {side.upper()}: %tid.x holding each element ({name})", fontsize=9)
+            ax.set_xlabel(f"dim{len(shape) - 1}")
+            ax.set_ylabel("other dims, row-major")
+    data = observed.get("data_mismatches", 0)
+    fig.suptitle(f"{report['case_id']}: holders {'agree' if expected['holders_a'] == observed['holders_a'] and expected['holders_b'] == observed['holders_b'] else 'differ (red x)'}; "
+                 f"{data} element value(s) wrong after the conversion", fontsize=10)
+    return fig
+
+
+def _values_figure(report: dict[str, Any]):
+    plt = _plt()
+    rows = [["expected", json.dumps(report.get("expected"))[:110]], ["observed", json.dumps(report.get("observed"))[:110]]]
+    rows += [["mismatch", line[:110]] for line in report.get("first_mismatches", [])[:4]]
+    fig, ax = plt.subplots(figsize=(8, 0.7 + 0.3 * len(rows)))
+    ax.axis("off")
+    table = ax.table(cellText=rows, loc="center", cellLoc="left", colWidths=[0.12, 0.88])
+    table.auto_set_font_size(False)
+    table.set_fontsize(8)
+    ax.set_title(f"{report['case_id']}: {report['outcome']} ({report.get('signature') or report.get('detail', '')[:60]})", fontsize=9)
+    return fig
+
+
+def picture(report: dict[str, Any]) -> bytes:
+    """A PNG of one report's divergence."""
+    target, expected, observed = report["target"], report.get("expected"), report.get("observed")
+    holders = all(isinstance(v, dict) and "holders_a" in v and "holders_b" in v for v in (expected, observed))
+    try:
+        if target == "triton.convert_layout" and holders:
+            fig = _holder_figure(report)
+        elif target == "triton.tma" and report["case"]["params"].get("block"):
+            fig = _tma_figure(report)
+        elif mismatched_cells(report.get("first_mismatches", [])):
+            fig = _window_figure(report)
+        else:
+            fig = _values_figure(report)
+    except Exception:  # a picture never costs the report: fall back to the values
+        fig = _values_figure(report)
+    buffer = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buffer, format="png", dpi=110)
+    _plt().close(fig)
+    return buffer.getvalue()
+
+
+def html_report(directory: Path, table_html: str, buckets, title: str) -> str:
+    """One self-contained page: the pass-rate table, the buckets, and each representative's picture."""
+    parts = [f"<!doctype html><meta charset='utf-8'><title>{escape(title)}</title>",
+             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
+             "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%;border:1px solid #ddd}pre{white-space:pre-wrap;font-size:11px;background:#f6f6f6;padding:6px}</style>",
+             f"<h1>{escape(title)}</h1><h2>Pass rates</h2>{table_html}",
+             f"<h2>{len(buckets)} distinct problem(s)</h2>"]
+    for row in buckets.itertuples():
+        parts.append(f"<h3>{escape(row.target)} · {escape(str(row.family))} · {escape(row.outcome)} · {row.cases} case(s)</h3>"
+                     f"<p><code>{escape(str(row.signature))}</code><br>reproduce: <code>layoutfuzz reproduce "
+                     f"{escape(row.representative)}</code></p>")
+        path = directory / str(row.report) if row.report else None
+        if path and path.exists():
+            report = json.loads(path.read_text())
+            if report["outcome"] in ("crash", "timeout", "error"):  # nothing to draw: what the worker said
+                parts.append(f"<pre>{escape(report.get('detail', '')[-3000:])}</pre>")
+            else:
+                png = base64.b64encode(picture(report)).decode()
+                parts.append(f"<img alt='{escape(row.representative)}' src='data:image/png;base64,{png}'>")
+    return "\n".join(parts) + "\n"

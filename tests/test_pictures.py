@@ -1,0 +1,67 @@
+"""Pictures and the offline HTML report: what they show is checked on the PNG's pixels and the page."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+import numpy as np
+import pytest
+
+from tests.test_cli import CRASHY, layoutfuzz
+
+pytest.importorskip("matplotlib")
+
+
+def _image(png: bytes) -> np.ndarray:
+    import matplotlib.image
+
+    return matplotlib.image.imread(io.BytesIO(png))
+
+
+def _red_pixels(png: bytes) -> int:
+    image = _image(png)
+    return int(((image[..., 0] > 0.8) & (image[..., 1] < 0.2) & (image[..., 2] < 0.2)).sum())
+
+
+def _tma_report(mismatches):
+    params = {"elem_bits": 32, "swizzle": 128, "block": [8, 32], "global_shape": [8, 30], "coord": [0, 0], "row_pad": 2,
+              "num_warps": 1}
+    return {"target": "triton.tma", "case_id": "triton.tma/0/0", "outcome": "diverge", "case": {"params": params},
+            "expected": {}, "observed": {}, "first_mismatches": mismatches}
+
+
+def test_tma_picture_shows_the_wrong_cells_in_red_and_only_them():
+    from reports.pictures import picture
+
+    clean = _red_pixels(picture(_tma_report([])))
+    wrong = _red_pixels(picture(_tma_report(["cell 0x00070: expected 00 got 11", "cell 0x000f0: expected 00 got 11"])))
+    assert clean == 0 and wrong > 500
+
+
+def test_holder_picture_marks_disagreeing_threads():
+    from reports.pictures import picture
+
+    holders = list(range(32)) * 4
+    report = {"target": "triton.convert_layout", "case_id": "c/0/0", "outcome": "diverge",
+              "case": {"params": {"shape": [8, 16]}}, "first_mismatches": [],
+              "expected": {"holders_a": holders, "holders_b": holders, "data_mismatches": 0},
+              "observed": {"holders_a": holders, "holders_b": holders[:-1] + [5], "data_mismatches": 0}}
+    assert _red_pixels(picture(report)) > 0
+    same = dict(report, observed=report["expected"])
+    assert _red_pixels(picture(same)) == 0
+
+
+def test_html_report_opens_offline_with_one_picture_per_bucket(tmp_path):
+    run = layoutfuzz("run", "--target", CRASHY, "--cases", "5", "--timeout", "2", "--jobs", "2", "-q", "--out", "out",
+                     cwd=tmp_path)
+    assert run.returncode == 0
+    done = layoutfuzz("html", "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "4 distinct problem(s)" in page and "<table" in page
+    assert "http://" not in page and "https://" not in page  # nothing fetched: it opens offline
+    images = re.findall(r"src='data:image/png;base64,([^']+)'", page)  # the divergence is drawn
+    assert len(images) == 1 and _image(base64.b64decode(images[0])).shape[0] > 100
+    assert page.count("<pre>") == 3 and "SIGABRT" in page and "SIGSEGV" in page  # crashes and the hang: their text
