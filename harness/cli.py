@@ -241,6 +241,9 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     print(f"layoutfuzz nightly: {out}" + (f", against {earlier[-1]}" if earlier else ", no earlier night to compare"),
           file=sys.stderr)
     status = cmd_run(run_args)
+    from reports.history import record_night
+
+    record_night(root, out.name, pass_rate_table(_open_store(str(out)).frame()))
     try:
         print(f"html: {write_html(out)}", file=sys.stderr)
     except ImportError:
@@ -308,6 +311,19 @@ def reduce_representatives(store: Store, buckets, specs: dict[str, str], timeout
             write_atomically(case_file, json.dumps(reduced, indent=1, sort_keys=True) + "\n")
             paths.append(str(case_file.relative_to(store.directory)))
     return paths
+
+
+# ---- history ------------------------------------------------------------------------------------
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from reports.history import HISTORY, pass_rates_over_time
+
+    table = pass_rates_over_time(Path(args.root), args.families)
+    if table.empty:
+        raise UsageError(f"no nights recorded in {Path(args.root) / HISTORY}: run `layoutfuzz nightly --root {args.root}`")
+    print(render(table, args.format))
+    return 0
 
 
 # ---- html ----------------------------------------------------------------------------------------
@@ -584,6 +600,14 @@ def build_parser() -> argparse.ArgumentParser:
     red.add_argument("--max-tries", type=positive_int, default=500, help="give up shrinking after this many tries")
     red.add_argument("--write", metavar="FILE", help="where the reduced case goes (default TARGET-SEED-INDEX.reduced.json)")
     red.set_defaults(func=cmd_reduce)
+
+    history = sub.add_parser("history", help="pass rate over time: one column per night of `layoutfuzz nightly`",
+                             description="Print the pass rate % of every target (with --families, every family) "
+                             "for each night recorded in ROOT/history.sqlite, which `layoutfuzz nightly` updates.")
+    history.add_argument("--root", default="nightly", help="the nightly folder (default nightly)")
+    history.add_argument("--families", action="store_true", help="one row per family, not only per target")
+    history.add_argument("--format", choices=FORMATS, default="md")
+    history.set_defaults(func=cmd_history)
 
     html = sub.add_parser("html", help="write DIR/report.html: tables, buckets and a picture of each representative",
                           description="One offline HTML page of a campaign: the pass-rate table, the buckets, and a "

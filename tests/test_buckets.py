@@ -79,5 +79,9 @@ def test_nightly_runs_dated_campaigns_diffs_the_previous_night_and_writes_junit(
     assert suite.get("name") == "triton.bank_conflicts" and int(suite.get("failures")) == new
     assert sqlite3.connect(tmp_path / "nights" / "2026-01-02" / "layoutfuzz.sqlite").execute(
         "SELECT DISTINCT seed FROM outcomes").fetchall() == [(20260102,)]
+    history = layoutfuzz("history", "--root", "nights", "--format", "csv", cwd=tmp_path)
+    rates = pd.read_csv(io.StringIO(history.stdout))
+    assert list(rates.columns) == ["target", "family", "2026-01-01", "2026-01-02"] and list(rates["target"]) == ["triton.bank_conflicts"]
+    assert (tmp_path / "nights" / "2026-01-02" / "report.html").exists()
     bad = layoutfuzz("nightly", "--date", "yesterday", *common, cwd=tmp_path)
     assert bad.returncode == 2 and "bad date" in bad.stderr
