@@ -29,7 +29,7 @@ def main() -> int:
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="packed-compile-")
     try:
         from gpu.gluon_probes import CONVERT_PROBES, convert_probe_packed_2d
-        from gpu.triton_targets import INT_TYPES, TritonConvertLayout, compile_for_sm90, gluon_layout
+        from gpu.triton_targets import POINTERS, TritonConvertLayout, compile_for_sm90, gluon_layout
     except ImportError as exc:
         print(f"packed_compile: needs triton: {exc}", file=sys.stderr)
         return 2
@@ -45,7 +45,7 @@ def main() -> int:
     full = [(key, g) for key, g in groups.items() if len(g) == args.size][: args.groups]
     packed = single = 0.0
     for (bits, warps), group in full:
-        pointer = "*" + {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64"}[INT_TYPES[bits]]
+        pointer = POINTERS[bits]
         signature = {"src": pointer, "dst": pointer, "tid_a": "*i32", "tid_b": "*i32"}
         layouts = [(gluon_layout(LinearLayout.from_dict(p["a"]), p["shape"]), gluon_layout(LinearLayout.from_dict(p["b"]), p["shape"]))
                    for p in group]

@@ -20,15 +20,25 @@ from oracles.tma import SwizzleMode, TiledBox
 WINDOW = 24 * 1024  # shared-memory bytes dumped per case: the largest offset plus the largest box
 
 
-def cuda_device_availability(min_major: int = 9, needs: tuple[str, ...] = ("torch", "cuda.core")) -> Availability:
-    """A CUDA device of compute capability >= ``min_major``, and the Python packages ``needs``."""
+def cuda_device_count() -> int | None:
+    """CUDA devices visible to this process; None without cuda.bindings."""
     try:
         from cuda.bindings import runtime
     except Exception:
-        return Availability(False, "no CUDA device (cuda.bindings is not installed)")
+        return None
     err, count = runtime.cudaGetDeviceCount()
-    if err != runtime.cudaError_t.cudaSuccess or count == 0:
+    return count if err == runtime.cudaError_t.cudaSuccess else 0
+
+
+def cuda_device_availability(min_major: int = 9, needs: tuple[str, ...] = ("torch", "cuda.core")) -> Availability:
+    """A CUDA device of compute capability >= ``min_major``, and the Python packages ``needs``."""
+    count = cuda_device_count()
+    if count is None:
+        return Availability(False, "no CUDA device (cuda.bindings is not installed)")
+    if count == 0:
         return Availability(False, "no CUDA device")
+    from cuda.bindings import runtime
+
     err, major = runtime.cudaDeviceGetAttribute(runtime.cudaDeviceAttr.cudaDevAttrComputeCapabilityMajor, 0)
     if major < min_major:
         return Availability(False, f"needs compute capability {min_major}.0 or newer, device 0 has {major}.x")

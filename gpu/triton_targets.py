@@ -15,6 +15,7 @@ from oracles.algorithms import conversion_plan
 from oracles.linear_layout import LinearLayout
 
 INT_TYPES = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
+POINTERS = {8: "*i8", 16: "*i16", 32: "*i32", 64: "*i64"}  # Triton signature types of the same
 
 
 class Rejected(Exception):

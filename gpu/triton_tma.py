@@ -26,12 +26,22 @@ def _rng(case: Case, stream: int) -> np.random.Generator:
     return np.random.default_rng([case.seed, case.index, stream])
 
 
+def padded_shape(p: Mapping[str, Any]) -> list[int]:
+    """The global tensor as allocated: the innermost dim widened by ``row_pad`` (its row stride)."""
+    return [*p["global_shape"][:-1], p["global_shape"][-1] + p["row_pad"]]
+
+
+def first_box(p: Mapping[str, Any]):
+    """The first of the tiled boxes the block is copied in (all share its swizzle and dims)."""
+    (_, box), *_ = block_boxes(p["block"], p["elem_bits"] // 8, p["swizzle"])
+    return box
+
+
 def block_data(case: Case) -> tuple[np.ndarray, np.ndarray]:
     """The global tensor's bytes (rows padded to the stride) and the bytes written for the store."""
     p = case.params
     e = p["elem_bits"] // 8
-    padded = [*p["global_shape"][:-1], p["global_shape"][-1] + p["row_pad"]]
-    source = _rng(case, 0).integers(0, 256, prod(padded) * e, dtype=np.uint8)
+    source = _rng(case, 0).integers(0, 256, prod(padded_shape(p)) * e, dtype=np.uint8)
     fill = _rng(case, 1).integers(0, 256, prod(p["block"]) * e, dtype=np.uint8)
     return source, fill
 
@@ -41,7 +51,7 @@ def placement(p: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     element index it holds (in the padded tensor) and whether that coordinate is in bounds."""
     e = p["elem_bits"] // 8
     shape, coord = p["global_shape"], p["coord"]
-    pitch = [*shape[:-1], shape[-1] + p["row_pad"]]
+    pitch = padded_shape(p)
     count = prod(p["block"])
     flat = np.zeros(count, dtype=np.int64)
     inside = np.zeros(count, dtype=bool)
@@ -98,7 +108,7 @@ class TritonTma(GluonKernelTarget):
             raise ValueError(f"block {p['block']}: powers of two up to 256, at most {MAX_BLOCK_BYTES} bytes")
         if p["block"][-1] * e < max(16, p["swizzle"]):
             raise ValueError("the innermost block dim is narrower than 16 bytes or the swizzle span")
-        if ((p["global_shape"][-1] + p["row_pad"]) * e) % 16:
+        if (padded_shape(p)[-1] * e) % 16:
             raise ValueError("the row stride is not a multiple of 16 bytes")
         if (p["coord"][-1] * e) % 16:  # Triton's TMA tutorial; the H100 traps (illegal instruction) otherwise
             raise ValueError("the innermost coordinate is not 16-byte aligned")
@@ -109,7 +119,7 @@ class TritonTma(GluonKernelTarget):
 
     def tensor_maps(self, p: Mapping[str, Any]) -> list[dict[str, Any]]:
         """What Triton should encode: the swizzle mode and the box of each TMA copy."""
-        (_, box), *_ = block_boxes(p["block"], p["elem_bits"] // 8, p["swizzle"])
+        box = first_box(p)
         one = {"swizzle": box.swizzle.spec.cuda, "block_size": [*p["block"][:-1], box.box_dims[0]]}
         return [one, one]
 
@@ -137,8 +147,7 @@ class TritonTma(GluonKernelTarget):
         p = case.params
         dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
         source, fill = block_data(case)
-        padded = [*p["global_shape"][:-1], p["global_shape"][-1] + p["row_pad"]]
-        src = torch.from_numpy(source).view(dtype).reshape(padded).cuda()
+        src = torch.from_numpy(source).view(dtype).reshape(padded_shape(p)).cuda()
         dst = torch.full_like(src.view(torch.uint8), SENTINEL).view(dtype)
         fill_t = torch.from_numpy(fill).view(dtype).cuda()
         raw = torch.zeros(prod(p["block"]), dtype=dtype, device="cuda")
@@ -151,7 +160,7 @@ class TritonTma(GluonKernelTarget):
                              num_warps=p["num_warps"])
         maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.metadata.tensordesc_meta]
         # the same first box through the raw driver (gpu/kernels/tma_copy.cu), against its oracle
-        (_, box), *_ = block_boxes(p["block"], p["elem_bits"] // 8, p["swizzle"])
+        box = first_box(p)
         (window,) = _tma_runner().run([box], WINDOW)
         wrong = -1 if isinstance(window, str) else int((window != expected_window(box, WINDOW)).sum())
         return {"tensor_maps": maps, "load": raw.cpu().view(torch.uint8).numpy().tobytes().hex(),
@@ -179,6 +188,6 @@ class TritonTma(GluonKernelTarget):
         e = p["elem_bits"] // 8
         want = np.frombuffer(bytes.fromhex(expected["store"]), f"<u{e}")
         got = np.frombuffer(bytes.fromhex(observed["store"]), f"<u{e}")
-        inner = np.flatnonzero(want != got) % (p["global_shape"][-1] + p["row_pad"])
+        inner = np.flatnonzero(want != got) % padded_shape(p)[-1]
         bound = p["global_shape"][-1]
         return bool(inner.size) and bool(np.all((inner >= bound) & (inner < -(-bound * e // 16) * 16 // e)))

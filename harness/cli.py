@@ -257,32 +257,31 @@ def cmd_nightly(args: argparse.Namespace) -> int:
 def cmd_reduce(args: argparse.Namespace) -> int:
     from harness.reduce import reduce_case
 
-    case, spec, report = _case_from_argument(args)
-    target = _load(spec)
+    case, spec, report, target = _valid_case(args)
     if not target.availability().available:
         raise UsageError(f"{target.name} cannot run here: {target.availability().reason}")
-    try:
-        target.validate(case)
-    except ValueError as exc:
-        raise UsageError(f"malformed case {case.case_id}: {exc}") from None
     with Runner(jobs=1, timeout_s=args.timeout) as runner:
         done = reduce_case(spec, target, case, runner, args.max_tries, progress=lambda line: print(line, file=sys.stderr))
     if done is None:
         print(f"{case.case_id} passes: nothing to reduce")
         return 1
     written = Path(args.write) if args.write else Path(f"{case.target}-{case.seed}-{case.index}.reduced.json")
-    reduced = done.reduced.to_dict()
-    write_atomically(written, json.dumps(reduced, indent=1, sort_keys=True) + "\n")
-    path = Path(args.case)
-    if report is not None and path.is_file():  # the report keeps the original and gains the reduced case
-        write_atomically(path, json.dumps({**report, "reduced_case": reduced}, indent=2, sort_keys=True) + "\n")
+    _save_reduction(done.reduced, written, Path(args.case) if report is not None else None)
     print(f"{done.outcome.value} ({done.signature or 'no signature'}) kept through {done.steps} shrinking step(s), "
           f"{done.tries} tries")
     print(f"original: {json.dumps(case.params)[:2000]}")
     print(f"reduced:  {json.dumps(done.reduced.params)[:2000]}")
-    builtin = registry.BUILTIN.get(case.target) == spec or spec == case.target
+    builtin = registry.BUILTIN.get(case.target) == spec
     print(f"reproduce: layoutfuzz reproduce {written}" + ("" if builtin else f" --target {spec}"))
     return 0
+
+
+def _save_reduction(reduced: Case, case_file: Path, report_file: Path | None) -> None:
+    """Writes the reduced case as a case file; a report keeps its original case and gains it."""
+    write_atomically(case_file, json.dumps(reduced.to_dict(), indent=1, sort_keys=True) + "\n")
+    if report_file is not None:
+        report = json.loads(report_file.read_text())
+        write_atomically(report_file, json.dumps({**report, "reduced_case": reduced.to_dict()}, indent=2, sort_keys=True) + "\n")
 
 
 def reduce_representatives(store: Store, buckets, specs: dict[str, str], timeout: float, max_tries: int) -> list[str]:
@@ -303,12 +302,8 @@ def reduce_representatives(store: Store, buckets, specs: dict[str, str], timeout
             if done is None:  # it passed on this run: flaky, left as it was
                 paths.append("")
                 continue
-            reduced = done.reduced.to_dict()
-            report_file = Path(report_path)
-            write_atomically(report_file, json.dumps({**json.loads(report_file.read_text()), "reduced_case": reduced},
-                                                     indent=2, sort_keys=True) + "\n")
-            case_file = report_file.with_suffix(".reduced.json")
-            write_atomically(case_file, json.dumps(reduced, indent=1, sort_keys=True) + "\n")
+            case_file = Path(report_path).with_suffix(".reduced.json")
+            _save_reduction(done.reduced, case_file, Path(report_path))
             paths.append(str(case_file.relative_to(store.directory)))
     return paths
 
@@ -439,14 +434,21 @@ def _case_from_argument(args: argparse.Namespace) -> tuple[Case, str | None, dic
     return make_case(_load(spec), seed, index), spec, None
 
 
-def cmd_reproduce(args: argparse.Namespace) -> int:
+def _valid_case(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] | None, Target]:
+    """The case CASE names, its target spec (resolved), its report if any, and the loaded target;
+    a case its target rejects is a usage error."""
     case, spec, report = _case_from_argument(args)
     target = _load(spec)
-    availability = target.availability()
     try:
         target.validate(case)
     except ValueError as exc:
         raise UsageError(f"malformed case {case.case_id}: {exc}") from None
+    return case, registry.resolve(spec), report, target
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    case, spec, report, target = _valid_case(args)
+    availability = target.availability()
     family = target.family(case)
     print(f"case {case.case_id} ({target.name}, family {family})")
     print(f"params: {json.dumps(case.params)[:2000]}")
@@ -455,7 +457,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     else:
         results: list[Result] = []
         with Runner(jobs=1, timeout_s=args.timeout) as runner:
-            runner.submit(registry.resolve(spec), case, family)
+            runner.submit(spec, case, family)
             while runner.in_flight:
                 results += runner.results()
         result = results[0]
@@ -479,11 +481,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    try:
-        store = Store(args.out, create=False)
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
-    table = pass_rate_table(store.frame())
+    table = pass_rate_table(_open_store(args.out).frame())
     print(render(table, args.format))
     return 0
 
@@ -514,6 +512,14 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _case_arguments(parser: argparse.ArgumentParser) -> None:
+    """CASE and how to find and run it (reproduce, reduce)."""
+    parser.add_argument("case", metavar="CASE")
+    parser.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory to look case ids up in (default {DEFAULT_OUT})")
+    parser.add_argument("--target", metavar="MODULE:ATTR", help="the target, if it is not a built-in or plug-in")
+    parser.add_argument("--timeout", type=parse_duration, default=60.0, metavar="DURATION", help="per-run limit (60s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -580,10 +586,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Re-run one case in an isolated worker and show what the oracle and the "
                          "system under test say. CASE is a report (OUT/reports/*.json), a case JSON file, or a case "
                          "id TARGET/SEED/INDEX. Exit 0 if it passes, 1 if it still diverges (or crashes, ...).")
-    rep.add_argument("case", metavar="CASE")
-    rep.add_argument("--out", default=DEFAULT_OUT, help="campaign directory to look case ids up in")
-    rep.add_argument("--target", metavar="MODULE:ATTR", help="the target, if it is not a built-in or plug-in")
-    rep.add_argument("--timeout", type=parse_duration, default=60.0, metavar="DURATION")
+    _case_arguments(rep)
     rep.add_argument("--verbose", "-v", action="store_true", help="print expected and observed in full")
     rep.set_defaults(func=cmd_reproduce)
 
@@ -593,10 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "each try in an isolated worker. Writes the reduced case (reproducible with `layoutfuzz "
                          "reproduce FILE`); a report also gains it as `reduced_case`. Exit 0 when reduced, 1 when the "
                          "case passes, 2 on bad input.")
-    red.add_argument("case", metavar="CASE")
-    red.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory for case ids (default {DEFAULT_OUT})")
-    red.add_argument("--target", metavar="MODULE:ATTR", help="the target, where the case names none that loads")
-    red.add_argument("--timeout", type=parse_duration, default=60.0, metavar="DURATION", help="per-try limit")
+    _case_arguments(red)
     red.add_argument("--max-tries", type=positive_int, default=500, help="give up shrinking after this many tries")
     red.add_argument("--write", metavar="FILE", help="where the reduced case goes (default TARGET-SEED-INDEX.reduced.json)")
     red.set_defaults(func=cmd_reduce)

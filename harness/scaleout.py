@@ -8,15 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-
-def gpu_count() -> int:
-    try:
-        from cuda.bindings import runtime
-    except Exception:
-        return 0
-    err, count = runtime.cudaGetDeviceCount()
-    return count if err == runtime.cudaError_t.cudaSuccess else 0
-
+from gpu.targets import cuda_device_count
 
 IDENTIFY = ("from cuda.bindings import runtime\n"
             "err, prop = runtime.cudaGetDeviceProperties(0)\n"
@@ -27,7 +19,7 @@ def test_campaign_shard(layoutfuzz_shard, request):
     config = request.config
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     env = dict(os.environ)
-    gpus = gpu_count()
+    gpus = cuda_device_count() or 0
     if gpus:
         env["CUDA_VISIBLE_DEVICES"] = str(int(worker.removeprefix("gw")) % gpus)
     shard = layoutfuzz_shard

@@ -221,15 +221,9 @@ def run(mutants: tuple[Mutant, ...] | None = None) -> Iterator[Verdict]:
     """Each mutant planted in turn, and whether its evidence exposed it."""
     for mutant in MUTANTS if mutants is None else mutants:
         start = time.perf_counter()
-        with _planted(mutant):
+        with mutant.plant():
             try:
                 how = "mismatch" if EVIDENCE[mutant.evidence](True) > 0 else "missed"
             except Exception as exc:  # the mutated oracle fails loudly on recorded cases: caught too
                 how = f"raised {type(exc).__name__}"
         yield Verdict(mutant, how != "missed", how, time.perf_counter() - start)
-
-
-@contextmanager
-def _planted(mutant: Mutant) -> Iterator[None]:
-    with mutant.plant():
-        yield

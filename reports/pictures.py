@@ -47,13 +47,13 @@ def _cells(ax, grid: np.ndarray, bad: np.ndarray, title: str, xlabel: str, ylabe
 
 
 def _tma_figure(report: dict[str, Any]):
-    from oracles.tma import block_boxes
+    from gpu.triton_tma import first_box, padded_shape
 
     plt = _plt()
     p = report["case"]["params"]
     e = p["elem_bits"] // 8
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
-    (_, box), *_ = block_boxes(p["block"], e, p["swizzle"])
+    box = first_box(p)
     lines = min(16, max(1, box.footprint_bytes // 128))
     labels = np.zeros((lines, 8), dtype=int)  # which 16-byte chunk of its row each shared-memory cell holds
     for index in box.indices():
@@ -62,7 +62,7 @@ def _tma_figure(report: dict[str, Any]):
             labels[address // 128, (address % 128) // CELL] = index[0] * e // CELL
     _cells(left, labels, np.zeros_like(labels, dtype=bool), f"shared memory ({p['swizzle']}B swizzle): which 16 B of its row each cell holds",
            "16-byte cell within the 128-byte line", "128-byte line", labels)
-    row_bytes = (p["global_shape"][-1] + p["row_pad"]) * e
+    row_bytes = padded_shape(p)[-1] * e
     rows = min(64, prod(p["global_shape"][:-1]))
     per_row = -(-row_bytes // CELL)
     bad = np.zeros((rows, per_row), dtype=bool)
@@ -105,7 +105,8 @@ def _holder_figure(report: dict[str, Any]):
             ax = axes[row][col]
             ax.imshow(values, cmap="viridis", aspect="auto", interpolation="nearest")
             wrong = np.argwhere(want != got)
-            ax.scatter(wrong[:, 1], wrong[:, 0], marker="x", color="red", s=12) if wrong.size else None
+            if wrong.size:
+                ax.scatter(wrong[:, 1], wrong[:, 0], marker="x", color="red", s=12)
             ax.set_title(f"layout {side.upper()}: %tid.x holding each element ({name})", fontsize=9)
             ax.set_xlabel(f"dim{len(shape) - 1}")
             ax.set_ylabel("other dims, row-major")

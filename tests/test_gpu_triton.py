@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from generators.case import Case
-from gpu.triton_targets import TritonConvertLayout, TritonSharedMemory, gluon_layout, holders
+from gpu.triton_targets import (
+    POINTERS,
+    TritonConvertLayout,
+    TritonSharedMemory,
+    compile_for_sm90,
+    gluon_layout,
+    holders,
+)
 from gpu.triton_tma import TritonTma
 from gpu.triton_wgmma import MMA_BITS, TritonWgmma
 from harness.runner import make_case
@@ -35,9 +42,7 @@ def test_generated_pairs_cover_every_conversion_kind():
 
 
 def test_a_sample_of_the_probe_kernels_compiles_for_sm_90():
-    triton = pytest.importorskip("triton")
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
+    pytest.importorskip("triton")
 
     from gpu.gluon_probes import CONVERT_PROBES
 
@@ -47,10 +52,9 @@ def test_a_sample_of_the_probe_kernels_compiles_for_sm_90():
         shape = p["shape"]
         constexprs = {"A": gluon_layout(LinearLayout.from_dict(p["a"]), shape), "B": gluon_layout(LinearLayout.from_dict(p["b"]), shape)}
         constexprs |= {f"S{i}": s for i, s in enumerate(shape)}
-        pointer = {8: "*i8", 16: "*i16", 32: "*i32", 64: "*i64"}[p["elem_bits"]]
-        signature = {"src": pointer, "dst": pointer, "tid_a": "*i32", "tid_b": "*i32", **{k: "constexpr" for k in constexprs}}
-        kernel = triton.compile(GluonASTSource(CONVERT_PROBES[len(shape)], signature, constexprs),
-                                target=GPUTarget("cuda", 90, 32), options={"num_warps": p["num_warps"]})
+        pointer = POINTERS[p["elem_bits"]]
+        signature = {"src": pointer, "dst": pointer, "tid_a": "*i32", "tid_b": "*i32"}
+        kernel = compile_for_sm90(CONVERT_PROBES[len(shape)], signature, constexprs, p["num_warps"])
         assert "%tid.x" in kernel.asm["ptx"]
 
 
@@ -76,10 +80,8 @@ def test_shared_memory_cases_are_memory_layouts_and_placements_are_permutations(
 
 
 def test_a_sample_of_the_shared_probe_kernels_compiles_for_sm_90():
-    triton = pytest.importorskip("triton")
-    from triton.backends.compiler import GPUTarget
+    pytest.importorskip("triton")
     from triton.experimental.gluon import language as ttgl
-    from triton.experimental.gluon._runtime import GluonASTSource
 
     from gpu.gluon_probes import shared_probe_2d
     from harness.targets.gluon import shared_linear, to_gluon
@@ -96,10 +98,9 @@ def test_a_sample_of_the_shared_probe_kernels_compiles_for_sm_90():
         shared = shared_linear(p["offset_bases"]) if "offset_bases" in p else to_gluon(tl.from_dict(p["shared"]))
         constexprs = {"A": gluon_layout(LinearLayout.from_dict(p["a"]), shape), "B": gluon_layout(LinearLayout.from_dict(p["b"]), shape),
                       "S": shared, "F": ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0]), "S0": shape[0], "S1": shape[1]}
-        pointer = {8: "*i8", 16: "*i16", 32: "*i32", 64: "*i64"}[p["elem_bits"]]
-        signature = {"src": pointer, "dst": pointer, "raw": pointer, **{k: "constexpr" for k in constexprs}}
-        kernel = triton.compile(GluonASTSource(shared_probe_2d, signature, constexprs), target=GPUTarget("cuda", 90, 32),
-                                options={"num_warps": p["num_warps"]})
+        pointer = POINTERS[p["elem_bits"]]
+        signature = {"src": pointer, "dst": pointer, "raw": pointer}
+        kernel = compile_for_sm90(shared_probe_2d, signature, constexprs, p["num_warps"])
         assert "st.shared" in kernel.asm["ptx"] or "stmatrix" in kernel.asm["ptx"]
     assert seen == {"swizzled_shared", "nvmma_shared", "linear"}
 
