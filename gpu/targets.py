@@ -14,7 +14,7 @@ from generators.case import Case
 from generators.source import Source
 from generators.tma import device_box
 from harness.compare import Comparison
-from harness.target import Availability, Target, Unsupported
+from harness.target import Attribution, Availability, Target, Unsupported
 from oracles.tma import SwizzleMode, TiledBox
 
 WINDOW = 24 * 1024  # shared-memory bytes dumped per case: the largest offset plus the largest box
@@ -92,8 +92,20 @@ def _tma_runner():
     return TmaRunner()
 
 
+def hardware_attribution(target: Target, outcome: str) -> Attribution | None:
+    """A raw driver's divergence or crash is the hardware's (behaviour the PTX text does not state):
+    nothing but the oracle stands above it, and nothing below it can be replayed."""
+    if outcome in ("diverge", "crash"):
+        return Attribution("hardware", target.layer, "a raw PTX kernel through cuda.core disagrees with the PTX text's oracle")
+    return None
+
+
 class TmaSwizzle(GpuTarget):
     name = "tma.swizzle"
+    layer = "the TMA unit (raw cp.async.bulk.tensor, no compiler in between)"
+
+    def attribute(self, outcome: str, signature: str) -> Attribution | None:
+        return hardware_attribution(self, outcome)
     description = "TMA tiled copies on the GPU (cp.async.bulk.tensor into shared memory) vs the 5.5.7 swizzle oracle"
     requires = ("cuda device sm_90", "cuda.core", "cuda.bindings", "torch")
 
@@ -122,11 +134,15 @@ class TmaSwizzle(GpuTarget):
         return {"window": result.tobytes().hex()}
 
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
-        return compare_windows(bytes.fromhex(expected["window"]), bytes.fromhex(observed["window"]))
+        from gpu.tma import FILL
+
+        return compare_windows(bytes.fromhex(expected["window"]), bytes.fromhex(observed["window"]), FILL)
 
 
-def compare_windows(expected: bytes, observed: bytes) -> Comparison:
-    """Byte-wise comparison of two shared-memory windows, reported by 16-byte cell."""
+def compare_windows(expected: bytes, observed: bytes, fill: int | None = None) -> Comparison:
+    """Byte-wise comparison of two windows, reported by 16-byte cell. The signature says what went
+    wrong in TMA's terms, never how often: with ``fill`` (the value of bytes nothing should write),
+    cells are "written outside the box", "not written" or "wrong data"."""
     want, got = np.frombuffer(expected, np.uint8), np.frombuffer(observed, np.uint8)
     bad = np.flatnonzero(want != got)
     if bad.size == 0:
@@ -136,7 +152,16 @@ def compare_windows(expected: bytes, observed: bytes) -> Comparison:
         f"cell {c * 16:#07x}: expected {want[c * 16:c * 16 + 16].tobytes().hex()} got {got[c * 16:c * 16 + 16].tobytes().hex()}"
         for c in cells[:8]
     )
-    return Comparison(False, int(bad.size), lines, f"{len(cells)} cells", f"{bad.size} bytes differ in {len(cells)} 16-byte cells")
+    kinds = {"cells differ"} if fill is None else {_cell_kind(want[c * 16:c * 16 + 16], got[c * 16:c * 16 + 16], fill) for c in cells}
+    return Comparison(False, int(bad.size), lines, ", ".join(sorted(kinds)), f"{bad.size} bytes differ in {len(cells)} 16-byte cells")
+
+
+def _cell_kind(want: np.ndarray, got: np.ndarray, fill: int) -> str:
+    """What happened to one 16-byte cell, in TMA's terms."""
+    untouched = want == fill
+    if np.all(got[untouched] == want[untouched]):  # only bytes that should have been written are wrong
+        return "not written" if np.all(got[~untouched] == fill) else "wrong data"
+    return "written outside the box" if np.all(untouched) else "wrong data"
 
 
 @cache
@@ -148,6 +173,10 @@ def _wgmma_runner():
 
 class WgmmaDescriptor(GpuTarget):
     name = "wgmma.descriptor"
+    layer = "the tensor cores (raw wgmma.mma_async, no compiler in between)"
+
+    def attribute(self, outcome: str, signature: str) -> Attribution | None:
+        return hardware_attribution(self, outcome)
     description = "wgmma.mma_async (sm_90a) reading an operand through a matrix descriptor vs the canonical-layout oracle"
     requires = ("cuda device sm_90a", "cuda.core", "cuda.bindings", "torch")
 

@@ -10,7 +10,9 @@ from generators.case import Case
 from generators.layouts import distributed_layout, split_bits
 from generators.source import Source, permutation
 from gpu.targets import GpuTarget
+from harness.capture import stderr_text
 from harness.compare import Comparison
+from harness.signatures import compile_error
 from oracles.algorithms import conversion_plan
 from oracles.linear_layout import LinearLayout
 
@@ -47,11 +49,12 @@ class GluonKernelTarget(GpuTarget):
 
         from gpu.device import DeviceFault
 
+        diagnostics: list[str] = []
         try:
-            compiled = kernel[(1,)](*args, **kwargs)
+            with stderr_text() as diagnostics:
+                compiled = kernel[(1,)](*args, **kwargs)
         except Exception as exc:  # compilation happens before the launch: the device is untouched
-            lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
-            raise Rejected(f"{type(exc).__name__}: {lines[-1].strip()[:300]}") from exc
+            raise Rejected(compile_error(exc, "".join(diagnostics))) from exc
         try:
             torch.cuda.synchronize()
         except RuntimeError as exc:
@@ -61,7 +64,7 @@ class GluonKernelTarget(GpuTarget):
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
         if isinstance(observed, dict) and "rejected" in observed:
             why = observed["rejected"]
-            return Comparison(False, 1, (why,), "rejected:" + why.split(":")[0], "Triton rejected a kernel the oracle calls valid")
+            return Comparison(False, 1, (why,), "rejected: " + why, "Triton rejected a kernel the oracle calls valid")
         return self.compare_results(case, expected, observed)
 
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
@@ -116,6 +119,7 @@ def _permuted(source: Source, layout: LinearLayout, dims: tuple[str, ...]) -> Li
 
 class TritonConvertLayout(GluonKernelTarget):
     name = "triton.convert_layout"
+    layer = "Triton's lowering (convert_layout)"
     description = "Gluon convert_layout between random distributed linear layouts on the GPU: data and holders"
     requires = ("cuda device sm_90", "triton", "torch")
 
@@ -181,6 +185,7 @@ class TritonConvertLayout(GluonKernelTarget):
 
 class TritonSharedMemory(GluonKernelTarget):
     name = "triton.shared_memory"
+    layer = "Triton's lowering (shared-memory stores and loads)"
     description = "Gluon shared-memory round trips on the GPU: data, and the raw placement vs the memory-layout oracle"
     requires = ("cuda device sm_90", "triton", "torch")
 

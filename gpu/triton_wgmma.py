@@ -39,6 +39,7 @@ def operand_data(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 class TritonWgmma(GluonKernelTarget):
     name = "triton.wgmma"
+    layer = "Triton's lowering (warpgroup_mma)"
     description = "Gluon warpgroup_mma on the GPU over random operand layouts and type pairs vs exact integer products"
     requires = ("cuda device sm_90a", "triton", "torch")
 

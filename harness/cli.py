@@ -1,36 +1,34 @@
-"""The ``layoutfuzz`` command line: run, reproduce, table, targets."""
+"""The ``layoutfuzz`` command line: the parser, and the commands on whole campaigns (run, table,
+targets, history, html, selftest). Triage commands live in ``cli_triage``, case commands in
+``cli_cases``."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import shutil
 import sys
-import time
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from generators.case import Case, parse_case_id
+import pandas as pd
+
 from harness import registry
-from harness.runner import Result, Runner, Shard, make_case, plan, run_cases
-from harness.target import OUTCOMES, Outcome, Target
+from harness.campaign import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_OUT,
+    DEFAULT_TARGETS,
+    UsageError,
+    open_store,
+    run_campaign,
+)
+from harness.cli_cases import cmd_reduce, cmd_reproduce
+from harness.cli_triage import add_known_parser, campaign_root_causes, cmd_buckets, cmd_diff, cmd_nightly, diff_summary
+from harness.runner import Shard
 from reports.buckets import bucket_table, diff_buckets
 from reports.junit import junit_xml
-from reports.report import bucket_key, build_report, environment_versions
-from reports.store import DB_NAME, Store, StoreError, report_name, write_atomically
-from reports.tables import FORMATS, pass_rate_table, render, write_tables
-
-DEFAULT_OUT = "layoutfuzz-out"
-DEFAULT_TARGETS = "triton.linear_layout,triton.layouts,triton.bank_conflicts,triton.compile"  # every CPU target
-DEFAULT_BUDGET_S = 60.0
-DEFAULT_TIMEOUT_S = 30.0
-
-
-class UsageError(Exception):
-    """Bad input from the user: reported in one line, exit code 2."""
+from reports.ledger import DEFAULT_LEDGER
+from reports.store import write_atomically
+from reports.tables import FORMATS, pass_rate_table, render
 
 
 def parse_duration(text: str) -> float:
@@ -62,250 +60,32 @@ def shard_spec(text: str) -> Shard:
 # ---- run --------------------------------------------------------------------------------
 
 
-def _target_specs(args: argparse.Namespace) -> list[str]:
-    names = [t.strip() for t in (args.targets or "").split(",") if t.strip()] + list(args.target or [])
-    if not names:
-        names = DEFAULT_TARGETS.split(",")
-    try:
-        specs = [registry.resolve(n) for n in names]
-    except registry.TargetNotFound as exc:
-        raise UsageError(str(exc)) from None
-    return list(dict.fromkeys(specs))
-
-
-def _load(spec: str) -> Target:
-    try:
-        return registry.load(spec)
-    except registry.TargetNotFound as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _specs_by_name(targets: list[tuple[str, Target]]) -> dict[str, str]:
-    """Target name -> the spec it was loaded from."""
-    return {target.name: spec for spec, target in targets}
-
-
-def _prepare_store(args: argparse.Namespace) -> tuple[Store, dict[str, Any]]:
-    out = Path(args.out)
-    existing = (out / DB_NAME).exists()
-    if args.resume:
-        if not existing:
-            raise UsageError(f"nothing to resume in {out}: no {DB_NAME} there")
-        store = Store(out, create=False)
-        meta = store.meta()
-        if not meta.get("targets"):
-            raise UsageError(f"{out / DB_NAME} holds no campaign settings to resume")
-        return store, meta
-    if existing:
-        if not args.force:
-            raise UsageError(
-                f"{out} already holds a campaign: add --resume to continue it, --force to replace it, "
-                "or --out to write elsewhere"
-            )
-        for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", "reports"):
-            path = out / name
-            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
-    store = Store(out)
-    meta = {
-        "targets": _target_specs(args),
-        "seed": args.seed,
-        "shard": str(args.shard),
-        "cases": args.cases,
-        "timeout_s": args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    store.set_meta(meta)
-    return store, meta
-
-
-class Recorder:
-    """Stores results as they arrive, writes reports for non-pass ones, shows progress."""
-
-    def __init__(self, store: Store, specs: dict[str, str], versions: dict[str, dict[str, str]], progress) -> None:
-        self.store, self.specs, self.versions, self.progress = store, specs, versions, progress
-        self.counts: Counter[str] = Counter()
-
-    def __call__(self, result: Result) -> None:
-        report = None
-        if result.outcome is not Outcome.PASS:
-            path = Path(self.store.directory, "reports", report_name(result.case))
-            spec = self.specs.get(result.case.target, result.case.target)
-            report = build_report(result, self.versions.get(result.case.target, {}), path, spec)
-        self.store.record(result, bucket_key(result), report)
-        self.counts[result.outcome.value] += 1
-        if self.progress is not None:
-            self.progress.update(1)
-            self.progress.set_postfix_str(
-                " ".join(f"{k}={v}" for k, v in sorted(self.counts.items()) if k != "pass"), refresh=False
-            )
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     if args.baseline:  # a wrong baseline is an input error, found before the campaign runs
-        _open_store(args.baseline).close()
-    store, meta = _prepare_store(args)
-    specs = list(meta["targets"])
-    targets = [(spec, _load(spec)) for spec in specs]
-    seed, shard, cases = int(meta["seed"]), Shard.parse(meta["shard"]), meta.get("cases")
-    budget = args.budget if args.budget is not None else (None if cases else DEFAULT_BUDGET_S)
-    env = environment_versions()
-    versions = {target.name: env | dict(target.versions()) for _, target in targets}
-    recorder = Recorder(store, _specs_by_name(targets), versions, None)
-    runnable = []
-    done = store.recorded()
-    first = next(shard.indices(cases), None)
-    for spec, target in targets:
-        availability = target.availability()
-        if availability.available:
-            runnable.append((spec, target))
-            continue
-        print(f"{target.name}: unsupported here: {availability.reason}", file=sys.stderr)
-        if first is not None and (target.name, seed, first) not in done:
-            case = make_case(target, seed, first)
-            recorder(Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason))
-
-    total = None if cases is None else sum(1 for _ in shard.indices(cases)) * len(runnable)
-    already = sum(1 for (t, s, _) in done if s == seed and t in {x.name for _, x in runnable})
-    what = f"{len(runnable)} target(s), seed {seed}, shard {shard}, " + (
-        f"{cases} cases" if cases else "no case limit") + (f", budget {budget:g} s" if budget else "")
-    print(f"layoutfuzz: {what}, {args.jobs} worker(s) -> {store.directory}", file=sys.stderr)
-    interactive = sys.stderr.isatty()  # in CI logs: a progress line every 30 s instead of a live bar
-    progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=args.quiet,
-                    file=sys.stderr, dynamic_ncols=interactive, mininterval=0.1 if interactive else 30)
-    recorder.progress = progress
-    work = plan(runnable, seed, shard, cases, lambda t, i: (t, seed, i) in done)
-    deadline = time.monotonic() + budget if budget else None
-    started = time.monotonic()
-    interrupted = False
-    try:
-        timeout = args.timeout if args.timeout is not None else float(meta.get("timeout_s", DEFAULT_TIMEOUT_S))
-        run_cases(work, recorder, args.jobs, timeout, deadline)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        progress.close()
-    elapsed = time.monotonic() - started
-    frame = store.frame()
-    table = pass_rate_table(frame)
-    write_tables(table, store.directory)
-    print(render(table, args.format))
-    buckets = bucket_table(frame)
-    if args.reduce and not buckets.empty and not interrupted:
-        print(f"reducing the representatives of {len(buckets)} bucket(s)...", file=sys.stderr)
-        buckets["reduced"] = reduce_representatives(store, buckets, _specs_by_name(targets), timeout, args.reduce_tries)
-    write_atomically(store.directory / "buckets.md", render(buckets, "md") + "\n")
+        open_store(args.baseline).close()
+    campaign = run_campaign(args)
+    print(render(campaign.table, args.format))
+    buckets = campaign.buckets
     if not buckets.empty:
         print(f"\n{len(buckets)} distinct problem(s) in {int(buckets['cases'].sum())} cases (buckets.md):")
         print(render(buckets.drop(columns=["report"]), args.format))
-    new_buckets, changes = 0, None
+    new_buckets, known = 0, None
     if args.baseline:
-        changes = diff_buckets(_open_store(args.baseline).frame(), frame)
+        changes = diff_buckets(open_store(args.baseline).frame(), open_store(campaign.directory).frame())
         new_buckets = int((changes["status"] == "new").sum())
-        print(f"\nagainst {args.baseline}: {_diff_summary(changes)}")
+        known = set(changes.loc[changes["status"] != "new", "bucket"])
+        print(f"\nagainst {args.baseline}: {diff_summary(changes)}")
         if not changes.empty:
             print(render(changes, args.format))
     if args.junit:
-        write_atomically(Path(args.junit), junit_xml(table, buckets, changes, f"layoutfuzz {store.directory}"))
-    n = sum(recorder.counts.values())
-    summary = ", ".join(f"{recorder.counts[o]} {o}" for o in OUTCOMES if recorder.counts[o])
-    print(f"\n{n} cases in {elapsed:.1f} s ({n / max(elapsed, 1e-9):.0f}/s): {summary or 'none'}", file=sys.stderr)
-    findings = sum(recorder.counts[o] for o in ("diverge", "crash", "timeout", "error"))
-    if findings:
-        print(f"reports: {store.directory / 'reports'}", file=sys.stderr)
-    store.close()
-    if interrupted:
+        write_atomically(Path(args.junit), junit_xml(campaign.table, buckets, known, f"layoutfuzz {campaign.directory}"))
+    print(f"\n{campaign.summary()}", file=sys.stderr)
+    if campaign.findings:
+        print(f"reports: {campaign.directory / 'reports'}", file=sys.stderr)
+    if campaign.interrupted:
         print(f"interrupted; continue with: layoutfuzz run --out {args.out} --resume", file=sys.stderr)
         return 130
-    return 1 if (args.fail_on_findings and findings) or new_buckets else 0
-
-
-# ---- nightly ------------------------------------------------------------------------------------
-
-
-def cmd_nightly(args: argparse.Namespace) -> int:
-    date = args.date or time.strftime("%Y-%m-%d", time.gmtime())
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
-        raise UsageError(f"bad date {date!r}: expected YYYY-MM-DD")
-    suffix = "" if args.shard.count == 1 else f"-shard{args.shard.index}of{args.shard.count}"
-    root = Path(args.root)
-    out = root / f"{date}{suffix}"
-    earlier = sorted(p for p in root.glob(f"????-??-??{suffix}") if p.name < out.name and (p / DB_NAME).exists())
-    resume = (out / DB_NAME).exists()
-    run_args = argparse.Namespace(
-        targets=args.targets, target=None, seed=int(date.replace("-", "")), cases=None, budget=args.budget,
-        shard=args.shard, jobs=args.jobs, timeout=args.timeout, out=str(out), resume=resume, force=False,
-        format="md", fail_on_findings=False, baseline=str(earlier[-1]) if earlier else None,
-        junit=str(out / "junit.xml"), quiet=args.quiet, reduce=True, reduce_tries=args.reduce_tries)
-    print(f"layoutfuzz nightly: {out}" + (f", against {earlier[-1]}" if earlier else ", no earlier night to compare"),
-          file=sys.stderr)
-    status = cmd_run(run_args)
-    from reports.history import record_night
-
-    record_night(root, out.name, pass_rate_table(_open_store(str(out)).frame()))
-    try:
-        print(f"html: {write_html(out)}", file=sys.stderr)
-    except ImportError:
-        print("html: skipped (pictures need matplotlib: pip install 'layoutfuzz[report]')", file=sys.stderr)
-    return status
-
-
-# ---- reduce --------------------------------------------------------------------------------------
-
-
-def cmd_reduce(args: argparse.Namespace) -> int:
-    from harness.reduce import reduce_case
-
-    case, spec, report, target = _valid_case(args)
-    if not target.availability().available:
-        raise UsageError(f"{target.name} cannot run here: {target.availability().reason}")
-    with Runner(jobs=1, timeout_s=args.timeout) as runner:
-        done = reduce_case(spec, target, case, runner, args.max_tries, progress=lambda line: print(line, file=sys.stderr))
-    if done is None:
-        print(f"{case.case_id} passes: nothing to reduce")
-        return 1
-    written = Path(args.write) if args.write else Path(f"{case.target}-{case.seed}-{case.index}.reduced.json")
-    _save_reduction(done.reduced, written, Path(args.case) if report is not None else None)
-    print(f"{done.outcome.value} ({done.signature or 'no signature'}) kept through {done.steps} shrinking step(s), "
-          f"{done.tries} tries")
-    print(f"original: {json.dumps(case.params)[:2000]}")
-    print(f"reduced:  {json.dumps(done.reduced.params)[:2000]}")
-    builtin = registry.BUILTIN.get(case.target) == spec
-    print(f"reproduce: layoutfuzz reproduce {written}" + ("" if builtin else f" --target {spec}"))
-    return 0
-
-
-def _save_reduction(reduced: Case, case_file: Path, report_file: Path | None) -> None:
-    """Writes the reduced case as a case file; a report keeps its original case and gains it."""
-    write_atomically(case_file, json.dumps(reduced.to_dict(), indent=1, sort_keys=True) + "\n")
-    if report_file is not None:
-        report = json.loads(report_file.read_text())
-        write_atomically(report_file, json.dumps({**report, "reduced_case": reduced.to_dict()}, indent=2, sort_keys=True) + "\n")
-
-
-def reduce_representatives(store: Store, buckets, specs: dict[str, str], timeout: float, max_tries: int) -> list[str]:
-    """Reduces each bucket's representative; its report gains ``reduced_case`` and a case file
-    ``reports/NAME.reduced.json`` is written beside it. Returns the reduced cases' paths (or "")."""
-    from harness.reduce import reduce_case
-
-    paths = []
-    with Runner(jobs=1, timeout_s=timeout) as runner:
-        for row in buckets.itertuples():
-            found = store.find(row.representative)
-            spec = specs.get(row.target, row.target)
-            if found is None or not found[1]:
-                paths.append("")
-                continue
-            case, report_path = found
-            done = reduce_case(spec, _load(spec), case, runner, max_tries)
-            if done is None:  # it passed on this run: flaky, left as it was
-                paths.append("")
-                continue
-            case_file = Path(report_path).with_suffix(".reduced.json")
-            _save_reduction(done.reduced, case_file, Path(report_path))
-            paths.append(str(case_file.relative_to(store.directory)))
-    return paths
+    return 1 if (args.fail_on_findings and campaign.findings) or new_buckets else 0
 
 
 # ---- history ------------------------------------------------------------------------------------
@@ -324,14 +104,19 @@ def cmd_history(args: argparse.Namespace) -> int:
 # ---- html ----------------------------------------------------------------------------------------
 
 
-def write_html(directory: Path) -> Path:
-    """``DIR/report.html``: tables, buckets and a picture of each representative, in one offline page."""
+def write_html(directory: Path, root_causes: pd.DataFrame | None = None) -> Path:
+    """``DIR/report.html``: the pass-rate table, then each root cause with its status, attribution and
+    a picture of its reduced case, in one offline page."""
     from reports.pictures import html_report
 
-    store = _open_store(str(directory))
+    store = open_store(directory)
     frame = store.frame()
-    page = html_report(store.directory, render(pass_rate_table(frame), "html"), bucket_table(frame), f"layoutfuzz {directory}")
-    path = store.directory / "report.html"
+    store.close()
+    if root_causes is None:
+        root_causes = campaign_root_causes(Path(directory), DEFAULT_LEDGER)
+    reports = dict(zip(*[bucket_table(frame)[c] for c in ("bucket", "report")]))
+    page = html_report(Path(directory), render(pass_rate_table(frame), "html"), root_causes, reports, f"layoutfuzz {directory}")
+    path = Path(directory) / "report.html"
     write_atomically(path, page)
     return path
 
@@ -371,117 +156,12 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     return 0 if score >= selftest.REQUIRED_SCORE else 1
 
 
-# ---- buckets and diff --------------------------------------------------------------------------
-
-
-def _open_store(directory: str) -> Store:
-    try:
-        return Store(directory, create=False)
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _diff_summary(changes) -> str:
-    counts = changes["status"].value_counts()
-    return ", ".join(f"{int(counts.get(s, 0))} {s}" for s in ("new", "persisting", "fixed")) + " bucket(s)"
-
-
-def cmd_buckets(args: argparse.Namespace) -> int:
-    buckets = bucket_table(_open_store(args.out).frame())
-    print(render(buckets, args.format))
-    print(f"{len(buckets)} distinct problem(s) in {int(buckets['cases'].sum()) if len(buckets) else 0} cases", file=sys.stderr)
-    return 0
-
-
-def cmd_diff(args: argparse.Namespace) -> int:
-    changes = diff_buckets(_open_store(args.baseline).frame(), _open_store(args.new).frame())
-    if not changes.empty:
-        print(render(changes, args.format))
-    print(_diff_summary(changes), file=sys.stderr)
-    return 1 if (changes["status"] == "new").any() else 0
-
-
-# ---- reproduce --------------------------------------------------------------------------
-
-
-def _case_from_argument(args: argparse.Namespace) -> tuple[Case, str | None, dict[str, Any] | None]:
-    """The case named by a report/case file or a case id; its target spec; the original report."""
-    path = Path(args.case)
-    if path.is_file():
-        try:
-            data = json.loads(path.read_text())
-            report = data if "case" in data else None
-            case = Case.from_dict(data["case"] if report else data)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise UsageError(f"{path} is not a layoutfuzz report or case: {exc}") from None
-        spec = args.target or (report or {}).get("target_spec") or case.target
-        return case, spec, report
-    key = parse_case_id(args.case)
-    if key is None:
-        raise UsageError(f"{args.case!r} is neither a file nor a case id TARGET/SEED/INDEX")
-    target_name, seed, index = key
-    spec = args.target or target_name
-    if (Path(args.out) / DB_NAME).exists():
-        store = Store(args.out, create=False)
-        if not args.target:  # the campaign's own spec for this name
-            campaign = [(s, _load(s)) for s in store.meta().get("targets", [])]
-            spec = _specs_by_name(campaign).get(target_name, spec)
-        found = store.find(args.case)
-        if found:
-            case, report_path = found
-            report = json.loads(Path(report_path).read_text()) if report_path and Path(report_path).exists() else None
-            return case, spec, report
-    return make_case(_load(spec), seed, index), spec, None
-
-
-def _valid_case(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] | None, Target]:
-    """The case CASE names, its target spec (resolved), its report if any, and the loaded target;
-    a case its target rejects is a usage error."""
-    case, spec, report = _case_from_argument(args)
-    target = _load(spec)
-    try:
-        target.validate(case)
-    except ValueError as exc:
-        raise UsageError(f"malformed case {case.case_id}: {exc}") from None
-    return case, registry.resolve(spec), report, target
-
-
-def cmd_reproduce(args: argparse.Namespace) -> int:
-    case, spec, report, target = _valid_case(args)
-    availability = target.availability()
-    family = target.family(case)
-    print(f"case {case.case_id} ({target.name}, family {family})")
-    print(f"params: {json.dumps(case.params)[:2000]}")
-    if not availability.available:
-        result = Result(case, family, Outcome.UNSUPPORTED, availability.reason)
-    else:
-        results: list[Result] = []
-        with Runner(jobs=1, timeout_s=args.timeout) as runner:
-            runner.submit(spec, case, family)
-            while runner.in_flight:
-                results += runner.results()
-        result = results[0]
-    print(f"outcome: {result.outcome.value}")
-    if result.detail:
-        print(f"detail: {result.detail}")
-    if result.outcome is Outcome.DIVERGE:
-        print(f"{result.mismatch_count} mismatch(es); first:")
-        for line in result.mismatches:
-            print(f"  {line}")
-    if args.verbose:
-        print(f"expected: {json.dumps(result.expected)[:4000]}")
-        print(f"observed: {json.dumps(result.observed)[:4000]}")
-    if report is not None:
-        same = report.get("outcome") == result.outcome.value
-        print(f"reported outcome: {report.get('outcome')} -> {'reproduced' if same else 'NOT reproduced'}")
-    return 0 if result.outcome is Outcome.PASS else 1
-
 
 # ---- table, targets ---------------------------------------------------------------------
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    table = pass_rate_table(_open_store(args.out).frame())
+    table = pass_rate_table(open_store(args.out).frame())
     print(render(table, args.format))
     return 0
 
@@ -565,10 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     nightly = sub.add_parser(
-        "nightly", help="the nightly preset: a dated, seeded campaign diffed against the previous night",
-        description="Run tonight's campaign in ROOT/DATE (seed = the date as YYYYMMDD, so every machine and shard "
-        "draws the same cases), resume it if it exists, compare its buckets with the latest earlier night in ROOT, "
-        "and write ROOT/DATE/junit.xml. Exit 1 when a bucket is new, 0 otherwise.")
+        "nightly", help="the nightly: replay open root causes, run a dated campaign, reduce, judge new/known/fixed",
+        description="Tonight's triage in ROOT/DATE. First re-run the stored reproducer of every open root cause of "
+        "the root (a root cause is fixed only when its reproducer passes tonight); then run tonight's campaign "
+        "(seed = the date as YYYYMMDD, so every machine and shard draws the same cases; resumed if it exists), "
+        "reduce each bucket's representative, and judge each root cause against every earlier night of the root "
+        "(ROOT/history.sqlite) and the ledger (--known): new, regressed, persisting, known or fixed. Writes "
+        "ROOT/DATE/root-causes.md, junit.xml and report.html, and ROOT/reproducers/BUCKET.json. Exit 1 when a root "
+        "cause is new or regressed, 0 otherwise (a known or persisting one never fails the night).")
     nightly.add_argument("--root", default="nightly", help="folder holding one campaign per night (default nightly)")
     nightly.add_argument("--date", default=None, help="the night, YYYY-MM-DD (default: today, UTC)")
     nightly.add_argument("--targets", metavar="NAMES", help="comma-separated target names (default: the CPU targets)")
@@ -579,6 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
     nightly.add_argument("--timeout", type=parse_duration, default=None, metavar="DURATION", help="per-case limit")
     nightly.add_argument("--reduce-tries", type=positive_int, default=200, metavar="N",
                          help="tries per bucket representative's reduction (default 200)")
+    nightly.add_argument("--known", default=DEFAULT_LEDGER, metavar="FILE",
+                         help=f"the ledger of known problems (default {DEFAULT_LEDGER}; absent: none)")
     nightly.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     nightly.set_defaults(func=cmd_nightly)
 
@@ -591,14 +277,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=cmd_reproduce)
 
     red = sub.add_parser("reduce", help="shrink a failing case while it fails the same way",
-                         description="Reduce a failing case (a report, a case file or TARGET/SEED/INDEX): drop list "
-                         "elements and move integers towards 0 while the case keeps the same outcome and signature, "
-                         "each try in an isolated worker. Writes the reduced case (reproducible with `layoutfuzz "
-                         "reproduce FILE`); a report also gains it as `reduced_case`. Exit 0 when reduced, 1 when the "
-                         "case passes, 2 on bad input.")
+                         description="Reduce a failing case (a report, a case file or TARGET/SEED/INDEX) while it keeps "
+                         "the same outcome and root-cause signature: first the target's own shrinks (drop a basis "
+                         "vector, halve a dimension, fewer warps, a narrower element), then generic edits, each kept "
+                         "only if the target's validation (the generators' rules) accepts it, each try in an isolated "
+                         "worker, until no single shrink fails the same way. Writes the reduced case beside its report "
+                         "or case file (or in OUT/reports/), which `layoutfuzz reproduce FILE` replays; a report gains "
+                         "it as `reduced_case`. Exit 0 when reduced, 1 when the case passes, 2 on bad input.")
     _case_arguments(red)
     red.add_argument("--max-tries", type=positive_int, default=500, help="give up shrinking after this many tries")
-    red.add_argument("--write", metavar="FILE", help="where the reduced case goes (default TARGET-SEED-INDEX.reduced.json)")
+    red.add_argument("--jobs", "-j", type=positive_int, default=os.cpu_count() or 1,
+                     help="candidates tried at once, each in its own worker (default: one per core)")
+    red.add_argument("--write", metavar="FILE", help="where the reduced case goes (default: beside its report or case file, NAME.reduced.json)")
     red.set_defaults(func=cmd_reduce)
 
     history = sub.add_parser("history", help="pass rate over time: one column per night of `layoutfuzz nightly`",
@@ -624,8 +314,14 @@ def build_parser() -> argparse.ArgumentParser:
     selftest.add_argument("--format", choices=FORMATS, default="md")
     selftest.set_defaults(func=cmd_selftest)
 
-    buckets = sub.add_parser("buckets", help="print a campaign's distinct problems, with counts and a representative each")
+    buckets = sub.add_parser(
+        "buckets", help="print a campaign's root causes: status, attribution, count, families, reproducer",
+        description="One row per root cause of a campaign (a bucket: target, outcome and root-cause signature, "
+        "whatever the families): its status (new, regressed, persisting, known, fixed where the campaign is a night "
+        "of a nightly root; else open, or the ledger's word), who is responsible, how many cases, which families, "
+        "when first and last seen, and the (reduced) case with the command that replays it.")
     buckets.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT})")
+    buckets.add_argument("--known", default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger (default {DEFAULT_LEDGER})")
     buckets.add_argument("--format", choices=FORMATS, default="md")
     buckets.set_defaults(func=cmd_buckets)
 
@@ -636,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("new", help="the later campaign's directory")
     diff.add_argument("--format", choices=FORMATS, default="md")
     diff.set_defaults(func=cmd_diff)
+
+    add_known_parser(sub)
 
     table = sub.add_parser("table", help="print the pass-rate table of a campaign")
     table.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT})")

@@ -1,10 +1,13 @@
-"""Deterministic reduction of a failing case, in the spirit of C-Reduce: shrink its params while it
-still fails the same way (same outcome and problem signature), each try in an isolated worker.
+"""Deterministic reduction of a failing case, in the spirit of C-Reduce and Hypothesis: shrink its
+params while it still fails the same way (same outcome and root-cause signature), each try in an
+isolated worker.
 
-The edits are target-agnostic, on the params' JSON: drop a list element, or move an integer
-towards 0 (0, 1, half). Each candidate must pass the target's ``validate``; the first one that
-still fails is kept and the search restarts from it, so the result is a fixpoint: no single edit
-of it fails the same way.
+Candidates come first from the target's own shrinks (``Target.shrink``: drop a basis vector, halve a
+dimension, fewer warps, a narrower element), then from generic edits of the params' JSON (drop a list
+element, move an integer towards 0). Every candidate must pass the target's ``validate``, which states
+the generators' rules, and be smaller (shorter canonical JSON, then smaller integers): a reduced case
+is a valid input, and the search ends. The first candidate that still fails is kept and the search
+restarts from it, so the result is a fixpoint: no single shrink of it fails the same way.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from generators.case import Case
+from generators.case import Case, canonical_json
 from harness.runner import Result, Runner
+from harness.signatures import root_cause
 from harness.target import Outcome, Target
-from reports.report import problem_signature
 
 FAILING = (Outcome.DIVERGE, Outcome.CRASH, Outcome.TIMEOUT, Outcome.ERROR)
 
@@ -58,6 +61,12 @@ def _replaced(params: Any, path: tuple, new: Any) -> Any:
     return out
 
 
+def size(params: Any) -> tuple[int, int]:
+    """What the reducer makes smaller: the canonical JSON's length, then the integers' magnitudes."""
+    text = canonical_json(params)
+    return len(text), sum(abs(v) for _, v in _leaves_and_lists(params, ()) if isinstance(v, int) and not isinstance(v, bool))
+
+
 @dataclass(frozen=True)
 class Reduction:
     original: Case
@@ -66,39 +75,69 @@ class Reduction:
     signature: str
     tries: int
     steps: int
+    fixpoint: bool  # no single shrink of ``reduced`` fails the same way (False: stopped by max_tries)
+    result: Result  # the reduced case's run: what a report and a picture show of it
 
 
 def reduce_case(spec: str, target: Target, case: Case, runner: Runner, max_tries: int = 500,
                 progress: Callable[[str], None] | None = None) -> Reduction | None:
-    """The smallest case (a fixpoint of ``candidates``) failing like ``case``; None if it passes."""
+    """The smallest case (a fixpoint of the shrinks) failing like ``case``; None if it passes.
 
-    def run(c: Case) -> Result:
-        runner.submit(spec, c, target.family(c))
-        (result,) = runner.results()
-        return result
+    Candidates run ``runner.jobs`` at a time; of each batch the first in shrink order that still fails
+    the same way is kept, so the result does not depend on which worker finishes first."""
 
-    first = run(case)
+    def run(batch: list[Case]) -> list[Result]:
+        for c in batch:
+            runner.submit(spec, c, target.family(c))
+        results: list[Result] = []
+        while runner.in_flight:
+            results += runner.results()
+        order = {c.params_json: i for i, c in enumerate(batch)}
+        return sorted(results, key=lambda r: order[r.case.params_json])
+
+    (first,) = run([case])
     if first.outcome not in FAILING:
         return None
-    want = (first.outcome, problem_signature(first))
-    current, tries, steps = case, 0, 0
-    improved = True
-    while improved and tries < max_tries:
+    want = (first.outcome, root_cause(first))
+    current, current_result, tries, steps, seen = case, first, 0, 0, {case.params_json}
+    improved, stopped = True, False
+    while improved and not stopped:
         improved = False
-        for params in candidates(current.params):
-            candidate = Case(case.target, case.seed, case.index, params)
-            try:
-                target.validate(candidate)
-                target.family(candidate)
-            except Exception:  # not a valid case of this target
-                continue
-            tries += 1
-            result = run(candidate)
-            if (result.outcome, problem_signature(result)) == want:
-                current, improved, steps = candidate, True, steps + 1
-                if progress:
-                    progress(f"step {steps} (try {tries}): {len(str(params))} characters of params")
+        pending = _valid_shrinks(target, current, seen)
+        while not improved:
+            batch = [c for _, c in zip(range(min(runner.jobs, max_tries - tries)), pending)]
+            if not batch:
+                stopped = tries >= max_tries
                 break
-            if tries >= max_tries:
-                break
-    return Reduction(case, current, first.outcome, want[1], tries, steps)
+            tries += len(batch)
+            for result in run(batch):
+                if (result.outcome, root_cause(result)) == want:
+                    current, current_result, improved, steps = result.case, result, True, steps + 1
+                    if progress:
+                        progress(f"step {steps} (try {tries}): {len(current.params_json)} characters of params")
+                    break
+    return Reduction(case, current, first.outcome, want[1], tries, steps, not improved and not stopped, current_result)
+
+
+def _valid_shrinks(target: Target, case: Case, seen: set[str]) -> Iterator[Case]:
+    """The shrinks of ``case`` not tried yet that are smaller and that the target calls valid."""
+    for params in _shrinks(target, case):
+        candidate = Case(case.target, case.seed, case.index, params)
+        if candidate.params_json in seen or size(params) >= size(case.params):
+            continue
+        seen.add(candidate.params_json)
+        try:
+            target.validate(candidate)
+            target.family(candidate)
+        except Exception:  # not a valid case of this target
+            continue
+        yield candidate
+
+
+def _shrinks(target: Target, case: Case) -> Iterator[Any]:
+    """The target's own shrinks first (big, meaningful steps), then the generic edits."""
+    try:
+        yield from target.shrink(case)
+    except Exception:  # a target's shrink that fails on an odd case: the generic edits still apply
+        pass
+    yield from candidates(case.params)

@@ -7,6 +7,7 @@ the signal and the last lines the worker printed) or ``timeout``, and the campai
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import multiprocessing
 import os
@@ -95,6 +96,7 @@ def _init_worker(log_dir: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+    faulthandler.enable()  # a fatal signal leaves the Python frames in the log: the crash's top frames
 
 
 def _clear_worker_log() -> None:

@@ -9,7 +9,7 @@ provide the same attributes) and register it under the entry-point group
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -40,6 +40,22 @@ class Availability:
     reason: str = ""
 
 
+PARTIES = ("system under test", "hardware", "specification", "harness")
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Who is responsible for a root cause: one of PARTIES, the layer within it (Triton's layout
+    library, its lowering, its TMA descriptor encoding, the TMA unit, ...), and the evidence."""
+
+    party: str
+    layer: str = ""
+    evidence: str = ""
+
+    def __str__(self) -> str:
+        return self.party + (f" ({self.layer})" if self.layer else "")
+
+
 class Unsupported(Exception):
     """Raised by a target for a case (or all cases) it cannot run here; the message says why."""
 
@@ -50,6 +66,7 @@ class Target:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
+    layer: ClassVar[str] = ""  # the layer of the system under test its findings are blamed on by default
 
     def availability(self) -> Availability:
         """Whether what ``requires`` names is present; checked once per campaign."""
@@ -85,3 +102,13 @@ class Target:
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
         """Whether they agree; the default is exact equality, element by element."""
         return compare_values(expected, observed)
+
+    def attribute(self, outcome: str, signature: str) -> Attribution | None:
+        """Who is responsible for a root cause of this target, where the target knows better than
+        "its system under test" (a lower layer replayed, a documented hardware behaviour); None: the default."""
+        return None
+
+    def shrink(self, case: Case) -> Iterator[Mapping[str, Any]]:
+        """Smaller params of ``case`` in the target's own terms (drop a basis vector, halve a dimension,
+        fewer warps, a narrower element...), each valid by construction; the reducer tries them first."""
+        return iter(())

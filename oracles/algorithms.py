@@ -185,24 +185,37 @@ def shared_access(shared: LinearLayout, dist: LinearLayout, elem_bits: int) -> S
 
 def _wavefronts_per_phase(cvt: LinearLayout, v: int, elem_bits: int, phase_lane_bits: int) -> int:
     """Max over instructions and transactions of the busiest bank's distinct 4-byte words."""
+    return max(_busiest_bank(words) for _, words in _transactions(cvt, v, elem_bits, phase_lane_bits))
+
+
+def _busiest_bank(words: np.ndarray) -> int:
+    """Distinct 4-byte words in the busiest bank of one transaction (``words``: lane x word)."""
+    return int(np.bincount(np.unique(words) % BANKS, minlength=BANKS).max())
+
+
+def _transactions(cvt: LinearLayout, v: int, elem_bits: int, phase_lane_bits: int):
+    """Each transaction of one warp's accesses: (its first lane, lane x 4-byte words it touches)."""
     regs = list(cvt.dim_columns(REGISTER))
     vec_regs = [1 << j for j in range(v)]
     others = [r for r in regs if r not in vec_regs]
-    lanes = list(cvt.dim_columns(LANE))
-    lane_offsets = _span_table(lanes)  # offset of each lane's vector start (linear, from lane 0)
-    other_offsets = _span_table(others)
+    lane_offsets = _span_table(list(cvt.dim_columns(LANE)))  # offset of each lane's vector start (linear, from lane 0)
     vec_bytes = max(1, (1 << v) * elem_bits // 8)
     words_per_vec = max(1, vec_bytes // BANK_BYTES)
     per_phase = 1 << phase_lane_bits
-    worst = 1
-    for base in other_offsets:
+    for base in _span_table(others):
         byte = (lane_offsets ^ base) * elem_bits // 8  # lane -> first byte of its vector
         for start in range(0, len(byte), per_phase):
             chunk = byte[start : start + per_phase]
-            words = np.unique(np.concatenate([(chunk >> 2) + w for w in range(words_per_vec)]))
-            counts = np.bincount(words % BANKS, minlength=BANKS)
-            worst = max(worst, int(counts.max()))
-    return worst
+            yield start, np.stack([(chunk >> 2) + w for w in range(words_per_vec)], axis=1)
+
+
+def busiest_access(shared: LinearLayout, dist: LinearLayout, elem_bits: int) -> tuple[int, np.ndarray]:
+    """The transaction of one warp's accesses with the most conflicts: its first lane and the 4-byte
+    words each of its lanes touches (bank = word mod 32); what a picture of a bank conflict shows."""
+    cvt = to_offsets(shared, dist)
+    v = vectorisation(cvt, elem_bits)
+    _, bank_lanes = transaction_lanes(cvt.dim_columns(LANE), v, elem_bits)
+    return max(_transactions(cvt, v, elem_bits, len(bank_lanes)), key=lambda t: _busiest_bank(t[1]))
 
 
 def _span_table(vectors: Sequence[int]) -> np.ndarray:

@@ -1,12 +1,13 @@
-"""Buckets: a campaign's distinct problems (target, family, outcome and mismatch or crash signature),
-each with a count and one representative case; and what changed between two campaigns' buckets."""
+"""Buckets: a campaign's distinct problems, one per root cause (target, outcome and root-cause
+signature, ``harness.signatures``), each with the families it hit, a count and one representative
+case; and what changed between two campaigns' buckets."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 PROBLEMS = ("diverge", "crash", "timeout", "error")  # outcomes that are findings (not pass, not unsupported)
-BUCKET_COLUMNS = ["bucket", "target", "family", "outcome", "signature", "cases", "representative", "report"]
+BUCKET_COLUMNS = ["bucket", "target", "families", "outcome", "signature", "cases", "representative", "report"]
 
 
 def bucket_table(outcomes: pd.DataFrame) -> pd.DataFrame:
@@ -16,22 +17,24 @@ def bucket_table(outcomes: pd.DataFrame) -> pd.DataFrame:
     if problems.empty:
         return pd.DataFrame(columns=BUCKET_COLUMNS)
     problems = problems.sort_values(["target", "seed", "idx"])
-    first = problems.groupby("bucket", sort=False).first()
+    groups = problems.groupby("bucket", sort=False)
+    first = groups.first()
     table = pd.DataFrame({
         "target": first["target"],
-        "family": first["family"],
+        "families": groups["family"].agg(lambda f: ", ".join(sorted(set(f)))),
         "outcome": first["outcome"],
         "signature": [_signature(row) for _, row in first.iterrows()],
         "cases": problems.groupby("bucket", sort=False).size(),
         "representative": [f"{r.target}/{r.seed}/{r.idx}" for r in first.itertuples()],
         "report": first["report"].fillna(""),
     })
-    table = table.reset_index().sort_values(["cases", "target", "family"], ascending=[False, True, True])
+    table = table.reset_index().sort_values(["cases", "target", "families"], ascending=[False, True, True])
     return table[BUCKET_COLUMNS].reset_index(drop=True)
 
 
 def _signature(row: pd.Series) -> str:
-    """What the bucket's members share: the comparison's signature, or the crash's first line."""
+    """What the bucket's members share: the root-cause signature (stores written before root-cause
+    signatures kept none for crashes: their first line then)."""
     signature = row.get("signature") or ""
     if signature:
         return str(signature)
@@ -48,13 +51,13 @@ def diff_buckets(baseline: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
         side = new_b.loc[bucket] if bucket in new_b.index else old_b.loc[bucket]
         status = "persisting" if bucket in new_b.index and bucket in old_b.index else ("new" if bucket in new_b.index else "fixed")
         rows.append({
-            "status": status, "bucket": bucket, "target": side["target"], "family": side["family"],
+            "status": status, "bucket": bucket, "target": side["target"], "families": side["families"],
             "outcome": side["outcome"], "signature": side["signature"],
             "baseline cases": int(old_b.loc[bucket, "cases"]) if bucket in old_b.index else 0,
             "new cases": int(new_b.loc[bucket, "cases"]) if bucket in new_b.index else 0,
             "representative": side["representative"],
         })
     order = {"new": 0, "persisting": 1, "fixed": 2}
-    columns = ["status", "bucket", "target", "family", "outcome", "signature", "baseline cases", "new cases", "representative"]
+    columns = ["status", "bucket", "target", "families", "outcome", "signature", "baseline cases", "new cases", "representative"]
     frame = pd.DataFrame(rows, columns=columns)
     return frame.sort_values(by=["status", "new cases"], key=lambda c: c.map(order) if c.name == "status" else -c).reset_index(drop=True)

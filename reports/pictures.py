@@ -129,13 +129,103 @@ def _values_figure(report: dict[str, Any]):
     return fig
 
 
+def _bank_figure(report: dict[str, Any]):
+    """Which bank each lane's access hits in the busiest transaction; banks asked for two or more
+    different 4-byte words (a conflict) in red."""
+    from harness.targets.triton_bank_conflicts import TritonBankConflicts
+    from oracles.algorithms import BANKS, busiest_access
+
+    plt = _plt()
+    case = _case(report)
+    shared, dist, _ = TritonBankConflicts()._layouts(case)
+    first_lane, words = busiest_access(shared, dist, case.params["elem_bits"])
+    lanes = words.shape[0]
+    grid = np.full((lanes, BANKS), np.nan)
+    for lane in range(lanes):
+        for word in words[lane]:
+            grid[lane, word % BANKS] = word // BANKS
+    per_bank = [len({int(w) for w in np.unique(words) if w % BANKS == b}) for b in range(BANKS)]
+    fig, ax = plt.subplots(figsize=(9, 0.25 * lanes + 1.8))
+    ax.imshow(np.ma.masked_invalid(grid), cmap="Greys", aspect="auto", interpolation="nearest", vmin=-1)
+    for b, n in enumerate(per_bank):
+        if n > 1:
+            ax.axvspan(b - 0.5, b + 0.5, color="red", alpha=0.3)
+    ax.set_xlabel("bank (4-byte word mod 32); red: two or more different words (a conflict)")
+    ax.set_ylabel(f"lane (from lane {first_lane})")
+    expected, observed = report.get("expected") or {}, report.get("observed") or {}
+    ax.set_title(f"{report['case_id']}: the busiest transaction; exact {expected.get('bank_conflicts')} conflict(s), "
+                 f"Triton {observed.get('bank_conflicts', observed)}", fontsize=9)
+    return fig
+
+
+def _thread_grid(bases: dict[str, list[list[int]]], shape: list[int]) -> np.ndarray:
+    """For each element of ``shape`` (rows = all but the last dim), the first thread (lane + 32 warp)
+    that holds it in a distributed layout's bases; -1 where none does."""
+    from oracles.linear_layout import LinearLayout
+
+    names = [f"dim{i}" for i in range(len(shape))]
+    layout = LinearLayout.from_bases({k: v for k, v in bases.items() if k in ("register", "lane", "warp")},
+                                     list(zip(names, shape)))
+    grid = np.full(prod(shape), -1)
+    for reg in range(layout.in_dim_size("register")):
+        for lane in range(layout.in_dim_size("lane")):
+            for warp in range(layout.in_dim_size("warp")):
+                out = layout.apply({"register": reg, "lane": lane, "warp": warp})
+                flat = 0
+                for name, size in zip(names, shape):
+                    flat = flat * size + out[name]
+                if grid[flat] < 0:
+                    grid[flat] = lane + 32 * warp
+    return grid.reshape(prod(shape[:-1]), shape[-1])
+
+
+def _layout_figure(report: dict[str, Any]):
+    """Which thread holds each element: the oracle's layout above Triton's, disagreements as red x."""
+    plt = _plt()
+    shape = list(_case(report).params["shape"])
+    want = _thread_grid(report["expected"], shape)
+    got = _thread_grid(report["observed"], shape)
+    fig, axes = plt.subplots(2, 1, figsize=(8, 7))
+    wrong = np.argwhere(want != got)
+    for ax, values, name in ((axes[0], want, "oracle"), (axes[1], got, "Triton")):
+        ax.imshow(values, cmap="viridis", aspect="auto", interpolation="nearest")
+        if wrong.size:
+            ax.scatter(wrong[:, 1], wrong[:, 0], marker="x", color="red", s=12)
+        ax.set_title(f"thread (lane + 32 warp) holding each element ({name})", fontsize=9)
+        ax.set_xlabel(f"dim{len(shape) - 1}")
+        ax.set_ylabel("other dims, row-major")
+    fig.suptitle(f"{report['case_id']}: {len(wrong)} element(s) held by another thread", fontsize=10)
+    return fig
+
+
+def _case(report: dict[str, Any]):
+    from generators.case import Case
+
+    return Case.from_dict(report["case"])
+
+
+def reduced_view(report: dict[str, Any]) -> dict[str, Any]:
+    """The report as its reduced case would have it (case, expected, observed, mismatches), where it
+    was reduced; else the report itself."""
+    if not report.get("reduced_case") or "reduced_expected" not in report:
+        return report
+    return {**report, "case": report["reduced_case"], "expected": report["reduced_expected"],
+            "observed": report["reduced_observed"], "first_mismatches": report.get("reduced_mismatches", []),
+            "detail": report.get("reduced_detail", report.get("detail", ""))}
+
+
 def picture(report: dict[str, Any]) -> bytes:
-    """A PNG of one report's divergence."""
+    """A PNG of one report's divergence, in its own domain."""
     target, expected, observed = report["target"], report.get("expected"), report.get("observed")
     holders = all(isinstance(v, dict) and "holders_a" in v and "holders_b" in v for v in (expected, observed))
+    bases = all(isinstance(v, dict) and "lane" in v and "register" in v for v in (expected, observed))
     try:
         if target == "triton.convert_layout" and holders:
             fig = _holder_figure(report)
+        elif target == "triton.layouts" and bases:
+            fig = _layout_figure(report)
+        elif target == "triton.bank_conflicts" and isinstance(expected, dict) and "bank_conflicts" in expected:
+            fig = _bank_figure(report)
         elif target == "triton.tma" and report["case"]["params"].get("block"):
             fig = _tma_figure(report)
         elif mismatched_cells(report.get("first_mismatches", [])):
@@ -151,23 +241,33 @@ def picture(report: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def html_report(directory: Path, table_html: str, buckets, title: str) -> str:
-    """One self-contained page: the pass-rate table, the buckets, and each representative's picture."""
+def html_report(directory: Path, table_html: str, root_causes, reports: dict[str, str], title: str) -> str:
+    """One self-contained page: the pass-rate table, then each root cause (status, attribution, count,
+    families, first and last seen, replay command) with a picture of its reduced case; ``reports``:
+    bucket -> its representative's report, relative to ``directory``."""
     parts = [f"<!doctype html><meta charset='utf-8'><title>{escape(title)}</title>",
              "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
-             "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%;border:1px solid #ddd}pre{white-space:pre-wrap;font-size:11px;background:#f6f6f6;padding:6px}</style>",
+             "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%;border:1px solid #ddd}"
+             "pre{white-space:pre-wrap;font-size:11px;background:#f6f6f6;padding:6px}"
+             ".new,.regressed{color:#b00}.fixed{color:#070}</style>",
              f"<h1>{escape(title)}</h1><h2>Pass rates</h2>{table_html}",
-             f"<h2>{len(buckets)} distinct problem(s)</h2>"]
-    for row in buckets.itertuples():
-        parts.append(f"<h3>{escape(row.target)} · {escape(str(row.family))} · {escape(row.outcome)} · {row.cases} case(s)</h3>"
-                     f"<p><code>{escape(str(row.signature))}</code><br>reproduce: <code>layoutfuzz reproduce "
-                     f"{escape(row.representative)}</code></p>")
-        path = directory / str(row.report) if row.report else None
-        if path and path.exists():
-            report = json.loads(path.read_text())
-            if report["outcome"] in ("crash", "timeout", "error"):  # nothing to draw: what the worker said
-                parts.append(f"<pre>{escape(report.get('detail', '')[-3000:])}</pre>")
-            else:
-                png = base64.b64encode(picture(report)).decode()
-                parts.append(f"<img alt='{escape(row.representative)}' src='data:image/png;base64,{png}'>")
+             f"<h2>{len(root_causes)} root cause(s)</h2>"]
+    for row in root_causes.to_dict("records"):
+        status = str(row.get("status", ""))
+        seen = "".join(f"<br>{escape(k)}: {escape(str(row[k]))}" for k in ("first seen", "last seen", "fixed in") if row.get(k))
+        parts.append(
+            f"<h3><span class='{escape(status.split(':')[0])}'>{escape(status)}</span> · {escape(row['target'])} · "
+            f"{escape(row['outcome'])} · {row['cases']} case(s)</h3>"
+            f"<p><code>{escape(str(row['signature']))}</code><br>attribution: {escape(str(row.get('attribution', '')))}"
+            f" <small>({escape(str(row.get('evidence', '')))})</small><br>families: {escape(str(row.get('families', '')))}{seen}"
+            f"<br>replay: <code>{escape(str(row.get('replay', '')))}</code></p>")
+        path = Path(directory) / reports[row["bucket"]] if reports.get(row["bucket"]) else None
+        if path is None or not path.exists():
+            continue
+        view = reduced_view(json.loads(path.read_text()))
+        if view["outcome"] in ("crash", "timeout", "error"):  # nothing to draw: what the worker said
+            parts.append(f"<pre>{escape(view.get('detail', '')[-3000:])}</pre>")
+        else:
+            png = base64.b64encode(picture(view)).decode()
+            parts.append(f"<img alt='{escape(row['bucket'])}' src='data:image/png;base64,{png}'>")
     return "\n".join(parts) + "\n"

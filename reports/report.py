@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import re
 import sys
 from collections.abc import Mapping
 from importlib import metadata
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.runner import Result
-from harness.target import Outcome
+from harness.signatures import root_cause
 
 REPORT_SCHEMA = 1
 VALUE_LIMIT = 16 * 1024  # characters of JSON kept per expected/observed value; `reproduce` recomputes the rest
@@ -31,19 +30,14 @@ def environment_versions() -> dict[str, str]:
     return versions
 
 
-def problem_signature(result: Result) -> str:
-    """What makes two outcomes the same problem whatever their case: the comparison's signature,
-    or for crashes (errors, timeouts) the signal and the worker's last line with numbers removed."""
-    if result.outcome in (Outcome.CRASH, Outcome.ERROR, Outcome.TIMEOUT, Outcome.UNSUPPORTED):
-        lines = result.detail.strip().splitlines()
-        return re.sub(r"0x[0-9a-fA-F]+|\d+", "N", " | ".join(lines[:1] + lines[-1:]))
-    return result.signature
-
-
 def bucket_key(result: Result) -> str:
-    """Groups outcomes that look like the same problem: target, family, outcome and signature."""
-    text = "\n".join((result.case.target, result.family, result.outcome.value, problem_signature(result)))
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
+    """Groups outcomes of one root cause: target, outcome and root-cause signature (never the family)."""
+    return bucket_of(result.case.target, result.outcome.value, root_cause(result))
+
+
+def bucket_of(target: str, outcome: str, signature: str) -> str:
+    """The bucket key of a root cause."""
+    return hashlib.sha1("\n".join((target, outcome, signature)).encode()).hexdigest()[:12]
 
 
 def bounded(value: Any, reproduce: str) -> Any:
@@ -74,6 +68,7 @@ def build_report(
         "mismatch_count": result.mismatch_count,
         "first_mismatches": list(result.mismatches),
         "signature": result.signature,
+        "root_cause": root_cause(result),
         "bucket": bucket_key(result),
         "expected": bounded(result.expected, reproduce),
         "observed": bounded(result.observed, reproduce),

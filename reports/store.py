@@ -99,8 +99,9 @@ class Store:
         """(target, seed, index) of every recorded case."""
         return set(self.db.execute("SELECT target, seed, idx FROM outcomes"))
 
-    def record(self, result: Result, bucket: str, report: Mapping[str, Any] | None) -> Path | None:
-        """Stores one outcome; a report, if given, goes to ``reports/`` first."""
+    def record(self, result: Result, bucket: str, report: Mapping[str, Any] | None, signature: str | None = None) -> Path | None:
+        """Stores one outcome under its bucket and root-cause ``signature`` (default: the
+        comparison's); a report, if given, goes to ``reports/`` first."""
         case = result.case
         path = None
         if report is not None:
@@ -111,7 +112,7 @@ class Store:
             " mismatch_count, duration_s, case_json, report, metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 case.target, case.seed, case.index, result.family, result.outcome.value, result.detail,
-                result.signature, bucket, result.mismatch_count, result.duration_s, case.to_json(),
+                result.signature if signature is None else signature, bucket, result.mismatch_count, result.duration_s, case.to_json(),
                 str(path.relative_to(self.directory)) if path else None,
                 json.dumps(result.metrics, sort_keys=True) if result.metrics else None,
             ),

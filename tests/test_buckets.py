@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import io
-import sqlite3
 
 import pandas as pd
 
 from generators.case import Case
 from harness.runner import Result
+from harness.signatures import root_cause
 from harness.target import Outcome
 from reports.buckets import bucket_table, diff_buckets
 from reports.report import bucket_key
@@ -20,7 +20,7 @@ def _store(path, rows):
     store = Store(path)
     for index, family, outcome, signature in rows:
         result = Result(Case("t", 0, index, {}), family, Outcome(outcome), "detail", signature=signature)
-        store.record(result, bucket_key(result), None)
+        store.record(result, bucket_key(result), None, root_cause(result))
     return store.frame()
 
 
@@ -28,9 +28,9 @@ def test_buckets_count_cases_and_pick_the_lowest_index(tmp_path):
     frame = _store(tmp_path / "a", [(5, "f", "diverge", "x"), (2, "f", "diverge", "x"), (3, "g", "diverge", "x"),
                                     (4, "f", "diverge", "y"), (1, "f", "pass", ""), (6, "f", "unsupported", "")])
     table = bucket_table(frame)
-    assert list(table["cases"]) == [2, 1, 1]  # (f, x) twice; (f, y) and (g, x) once: family splits buckets
+    assert list(table["cases"]) == [3, 1]  # x three times whatever the family, y once: a bucket is a root cause
     first = table.iloc[0]
-    assert (first["family"], first["signature"], first["representative"]) == ("f", "x", "t/0/2")
+    assert (first["families"], first["signature"], first["representative"]) == ("f, g", "x", "t/0/2")
 
 
 def test_diff_says_new_persisting_and_fixed(tmp_path):
@@ -60,28 +60,3 @@ def test_cli_diff_and_baseline_exit_1_only_on_new_buckets(tmp_path):
     assert "timeout" in backward.stdout and "diverge" in backward.stdout
     missing = layoutfuzz("diff", "base", "nowhere", cwd=tmp_path)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no campaign in nowhere" in missing.stderr
-
-
-def test_nightly_runs_dated_campaigns_diffs_the_previous_night_and_writes_junit(tmp_path):
-    import re
-    import xml.etree.ElementTree as ET
-
-    common = ("--root", "nights", "--targets", "triton.bank_conflicts", "--budget", "4s", "--jobs", "2", "-q",
-              "--reduce-tries", "3")
-    first = layoutfuzz("nightly", "--date", "2026-01-01", *common, cwd=tmp_path)
-    assert first.returncode == 0 and "no earlier night" in first.stderr, first.stderr
-    second = layoutfuzz("nightly", "--date", "2026-01-02", *common, cwd=tmp_path)
-    assert "against nights/2026-01-01" in second.stderr
-    new = int(re.search(r"(\d+) new, \d+ persisting, \d+ fixed", second.stdout).group(1))
-    assert second.returncode == (1 if new else 0)
-    root = ET.parse(tmp_path / "nights" / "2026-01-02" / "junit.xml").getroot()
-    suite = root.find("testsuite")
-    assert suite.get("name") == "triton.bank_conflicts" and int(suite.get("failures")) == new
-    assert sqlite3.connect(tmp_path / "nights" / "2026-01-02" / "layoutfuzz.sqlite").execute(
-        "SELECT DISTINCT seed FROM outcomes").fetchall() == [(20260102,)]
-    history = layoutfuzz("history", "--root", "nights", "--format", "csv", cwd=tmp_path)
-    rates = pd.read_csv(io.StringIO(history.stdout))
-    assert list(rates.columns) == ["target", "family", "2026-01-01", "2026-01-02"] and list(rates["target"]) == ["triton.bank_conflicts"]
-    assert (tmp_path / "nights" / "2026-01-02" / "report.html").exists()
-    bad = layoutfuzz("nightly", "--date", "yesterday", *common, cwd=tmp_path)
-    assert bad.returncode == 2 and "bad date" in bad.stderr

@@ -60,7 +60,7 @@ def test_html_report_opens_offline_with_one_picture_per_bucket(tmp_path):
     done = layoutfuzz("html", "--out", "out", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "out" / "report.html").read_text()
-    assert "4 distinct problem(s)" in page and "<table" in page
+    assert "4 root cause(s)" in page and "<table" in page
     assert "http://" not in page and "https://" not in page  # nothing fetched: it opens offline
     images = re.findall(r"src='data:image/png;base64,([^']+)'", page)  # the divergence is drawn
     assert len(images) == 1 and _image(base64.b64decode(images[0])).shape[0] > 100

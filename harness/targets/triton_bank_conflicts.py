@@ -10,12 +10,16 @@ Lemma 9.4's c - 1 whenever a vector covers a whole bank).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from math import prod
 from typing import Any
 
 from generators import legacy_layouts
 from generators.case import Case
 from generators.layouts import memory_layout
+from generators.shrink import halve_out_dim, halved_sizes, legacy_shrinks, replaced
 from generators.source import Source
+from generators.validity import check_layout_kind, check_legacy, check_shape, legacy_from_params, legacy_kind
 from harness.compare import Comparison
 from harness.targets.gluon import GluonTarget, builder, shared_linear, to_gluon
 from oracles import triton_layouts as tl
@@ -43,6 +47,7 @@ def _one_cta(layout: LinearLayout) -> LinearLayout:
 
 class TritonBankConflicts(GluonTarget):
     name = "triton.bank_conflicts"
+    layer = "Triton's layout library (bank-conflict model)"
     description = "Gluon bank_conflicts (CPU) vs an exact count of one warp's shared accesses (Lemma 9.4)"
 
     def generate(self, source: Source) -> dict[str, Any]:
@@ -64,11 +69,63 @@ class TritonBankConflicts(GluonTarget):
         return params
 
     def validate(self, case: Case) -> None:
-        if case.params.get("elem_bits") not in (8, 16, 32, 64):
-            raise ValueError("elem_bits must be 8, 16, 32 or 64")
-        _, dist, _ = self._layouts(case)
-        if len(dict(dist.in_dims).get("lane", ())) != 5:
+        """The generator's rules: shared kind and rank, element width, shape bounds, legacy layouts in
+        their samplers' domains, a Def 4.14 memory layout, a distributed layout spanning a 32-lane warp."""
+        p = case.params
+        kind = p.get("shared_kind")
+        if kind not in SHARED_KINDS:
+            raise ValueError(f"shared_kind must be one of {', '.join(SHARED_KINDS)}")
+        if p.get("elem_bits") not in ((8, 16, 32) if kind == "nvmma_shared" else (8, 16, 32, 64)):
+            raise ValueError("elem_bits must be 8, 16, 32 or 64 (8-32 for nvmma_shared)")
+        shape = check_shape(p.get("shape"))
+        if not (1 <= len(shape) <= 3 if kind == "swizzled_shared" else len(shape) == 2):
+            raise ValueError(f"a {kind} case has rank {'1-3' if kind == 'swizzled_shared' else 2}")
+        if min(shape) < (8 if len(shape) > 1 else 32) or max(shape) > 256 or prod(shape) > 1 << 13:
+            raise ValueError("shape dims from 8 (32 in 1-D) to 256, at most 8192 elements")
+        dist = legacy_from_params(p.get("distributed"), "distributed")
+        if legacy_kind(dist) not in (DIST_KINDS if len(shape) == 2 else ("blocked",)):
+            raise ValueError(f"the distributed layout is a {legacy_kind(dist)}")
+        check_legacy(dist, shape)
+        if kind in ("swizzled_shared", "nvmma_shared"):
+            shared = legacy_from_params(p.get("shared"), "shared")
+            if legacy_kind(shared) != kind:
+                raise ValueError(f"the shared layout is not a {kind}")
+            check_legacy(shared, shape, p["elem_bits"])
+        elif kind == "optimal":
+            other = legacy_from_params(p.get("other"), "other")
+            if legacy_kind(other) not in DIST_KINDS:
+                raise ValueError("the other layout of an optimal swizzle is distributed")
+            check_legacy(other, shape)
+        _, layout, bases = self._layouts(case)
+        if kind == "memory":
+            check_layout_kind(LinearLayout.from_bases({"offset": bases}, layout.out_dims), "memory")
+        if len(dict(layout.in_dims).get("lane", ())) != 5:
             raise ValueError("the distributed layout must span a 32-lane warp")
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """A halved tensor dim, a narrower element, smaller distributed or shared layout parameters."""
+        p = case.params
+        if p["shared_kind"] != "memory":
+            for shape in halved_sizes(p["shape"]):
+                yield replaced(p, shape=shape)
+        else:  # a memory layout's offsets are tied to the shape: halve a dim and drop one offset bit
+            outs = [[f"dim{i}", d] for i, d in enumerate(p["shape"])]
+            for d in range(len(outs)):
+                smaller = halve_out_dim({"bases": [["offset", p["offset_bases"]]], "out_dims": outs}, f"dim{d}")
+                if smaller is None:
+                    continue
+                bases = smaller["bases"][0][1]
+                for i in range(len(bases)):
+                    yield replaced(p, shape=[s for _, s in smaller["out_dims"]], offset_bases=bases[:i] + bases[i + 1:])
+        if p["elem_bits"] > 8:
+            narrower = replaced(p, elem_bits=p["elem_bits"] // 2)
+            if p["shared_kind"] == "nvmma_shared":
+                narrower["shared"]["element_bitwidth"] = p["elem_bits"] // 2
+            yield narrower
+        for key in ("distributed", "shared", "other"):
+            if key in p:
+                for layout in legacy_shrinks(p[key]):
+                    yield replaced(p, **{key: layout})
 
     def family(self, case: Case) -> str:
         return f"{case.params.get('shared_kind', '?')}:{case.params.get('elem_bits', '?')}b"

@@ -10,13 +10,18 @@ metric); the family is the conversion the oracle plans (5.4) or the shared layou
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from math import prod
 from typing import Any
 
 from generators import legacy_layouts
 from generators.case import Case
+from generators.shrink import halved_sizes, legacy_shrinks, replaced
 from generators.source import Source
+from generators.validity import check_legacy, check_shape, legacy_from_params, legacy_kind, power_of_two
+from harness.capture import stderr_text
 from harness.compare import Comparison
+from harness.signatures import compile_error
 from harness.targets.gluon import GluonTarget, num_warps, to_gluon
 from oracles import triton_layouts as tl
 from oracles.algorithms import conversion_plan
@@ -39,6 +44,7 @@ def ptx_counts(ptx: str) -> dict[str, int]:
 
 class TritonCompile(GluonTarget):
     name = "triton.compile"
+    layer = "Triton's lowering (Gluon to PTX, ptxas)"
     description = "Gluon convert_layout / shared round-trip kernels compiled for sm_90 on the CPU"
 
     def generate(self, source: Source) -> dict[str, Any]:
@@ -58,14 +64,41 @@ class TritonCompile(GluonTarget):
         return params
 
     def validate(self, case: Case) -> None:
+        """The generator's rules: 1-8 warps, a 2-D shape from 2 to 256 per dim, legacy layouts over
+        exactly the kernel's warps, a shared layout whose atom fits the tile."""
         p = case.params
-        for key in ("a", "b"):
-            layout = tl.from_dict(p[key])
-            layout.linear_layout(p["shape"])
-            if num_warps(layout) != p["num_warps"]:
-                raise ValueError(f"layout {key} spans {num_warps(layout)} warps, the kernel has {p['num_warps']}")
-        if p["elem_bits"] not in DTYPES:
+        if p.get("kernel") not in ("convert", "shared"):
+            raise ValueError("kernel must be 'convert' or 'shared'")
+        if p.get("elem_bits") not in DTYPES:
             raise ValueError(f"elem_bits must be one of {sorted(DTYPES)}")
+        warps = power_of_two(p.get("num_warps"), "num_warps", 1, 8)
+        shape = check_shape(p.get("shape"), 2)
+        if min(shape) < 2 or max(shape) > 256 or prod(shape) > 1 << 13:
+            raise ValueError("shape dims from 2 to 256, at most 8192 elements")
+        for key in ("a", "b"):
+            layout = legacy_from_params(p.get(key), key)
+            check_legacy(layout, shape)
+            if legacy_kind(layout) not in ("blocked", "nvmma_v2", "nvmma_v3", "dot_operand"):
+                raise ValueError(f"layout {key} is not a 2-D distributed layout")
+            if num_warps(layout) != warps:
+                raise ValueError(f"layout {key} spans {num_warps(layout)} warps, the kernel has {warps}")
+        if p["kernel"] == "shared":
+            check_legacy(legacy_from_params(p.get("shared"), "shared"), shape, p["elem_bits"])
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """A halved tile dim, a narrower element, smaller layout parameters."""
+        p = case.params
+        for shape in halved_sizes(p["shape"]):
+            yield replaced(p, shape=shape)
+        if p["elem_bits"] > 8:
+            narrower = replaced(p, elem_bits=p["elem_bits"] // 2)
+            if "shared" in p and "element_bitwidth" in p["shared"]:
+                narrower["shared"]["element_bitwidth"] = p["elem_bits"] // 2
+            yield narrower
+        for key in ("a", "b", "shared"):
+            if key in p:
+                for layout in legacy_shrinks(p[key]):
+                    yield replaced(p, **{key: layout})
 
     def family(self, case: Case) -> str:
         p = case.params
@@ -98,11 +131,12 @@ class TritonCompile(GluonTarget):
         else:
             fn = gluon_kernels.convert_layout_kernel
         signature = {"src": dtype, "dst": dtype, **{k: "constexpr" for k in constexprs}}
+        diagnostics: list[str] = []
         try:
-            kernel = triton.compile(GluonASTSource(fn, signature, constexprs), target=GPUTarget(*SM90), options={"num_warps": p["num_warps"]})
+            with stderr_text() as diagnostics:
+                kernel = triton.compile(GluonASTSource(fn, signature, constexprs), target=GPUTarget(*SM90), options={"num_warps": p["num_warps"]})
         except Exception as exc:
-            lines = [line for line in str(exc).splitlines() if line.strip()]
-            return {"compiles": False, "error": f"{type(exc).__name__}: {' | '.join(lines[:3])[:500]}"}
+            return {"compiles": False, "error": compile_error(exc, "".join(diagnostics))}
         return {"compiles": True, "ptx": ptx_counts(kernel.asm["ptx"])}
 
     def metrics(self, case: Case, observed: Any) -> Mapping[str, float]:
@@ -112,4 +146,4 @@ class TritonCompile(GluonTarget):
         if observed.get("compiles"):
             return Comparison(True)
         error = observed.get("error", "")
-        return Comparison(False, 1, (error,), "compile-error:" + re.sub(r"\d+", "N", error.split(":")[0])[:60], "the compiler rejected a valid kernel")
+        return Comparison(False, 1, (error,), "compile-error: " + error, "the compiler rejected a valid kernel")

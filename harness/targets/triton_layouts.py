@@ -9,11 +9,14 @@ as ``crash`` rows and the campaign goes on.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from generators import legacy_layouts
 from generators.case import Case
+from generators.shrink import halved_sizes, legacy_shrinks, replaced
 from generators.source import Source
+from generators.validity import check_legacy, legacy_from_params, legacy_kind
 from harness.compare import Comparison, compare_values
 from harness.targets.gluon import GluonTarget, builder, to_gluon
 from oracles import triton_layouts as tl
@@ -26,6 +29,7 @@ def layout_dict(layout) -> dict[str, list[list[int]]]:
 
 class TritonLayouts(GluonTarget):
     name = "triton.layouts"
+    layer = "Triton's layout library (Gluon to_linear_layout)"
     description = "Triton's legacy-layout -> linear-layout conversion (Gluon, CPU) vs Props 4.6-4.8, 9.1, 9.2, Def 4.11"
 
     def generate(self, source: Source) -> dict[str, Any]:
@@ -40,10 +44,26 @@ class TritonLayouts(GluonTarget):
         p = case.params
         if not isinstance(p.get("shape"), list) or not isinstance(p.get("layout"), dict):
             raise ValueError("params need 'layout' (a legacy layout dict) and 'shape' (a list)")
-        layout = tl.from_dict(p["layout"]).linear_layout(p["shape"])
+        legacy = legacy_from_params(p["layout"])
+        if p.get("kind") != legacy_kind(legacy):
+            raise ValueError(f"kind {p.get('kind')!r} is not the layout's ({legacy_kind(legacy)})")
+        check_legacy(legacy, p["shape"])
+        if isinstance(legacy, tl.NVMMASharedLayout):  # the sampler widens the contiguous dim to the swizzle atom
+            contig = 0 if legacy.transposed else legacy.rank - 1
+            if p["shape"][contig] < 8 * max(legacy.swizzle_byte_width, 16) // legacy.element_bitwidth or min(p["shape"]) < 8:
+                raise ValueError("the NVMMA shared tensor is under 8 elements in a dim, or narrower than its swizzle atom")
+        layout = legacy.linear_layout(p["shape"])
         lanes = dict(layout.in_dims).get("lane")
         if lanes is not None and len(lanes) != 5:
             raise ValueError("a distributed layout must span a 32-lane warp")
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """A halved tensor dim, then smaller layout parameters (fewer warps, elements, a narrower swizzle)."""
+        p = case.params
+        for shape in halved_sizes(p["shape"]):
+            yield replaced(p, shape=shape)
+        for layout in legacy_shrinks(p["layout"]):
+            yield replaced(p, layout=layout)
 
     def family(self, case: Case) -> str:
         return str(case.params.get("kind", "?"))

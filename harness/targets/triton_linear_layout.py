@@ -8,14 +8,16 @@ real finding, not a misuse.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from generators.case import Case
 from generators.layouts import LAYOUT_KINDS, arbitrary_layout, distributed_layout, sample_layout
+from generators.shrink import joint_out_dim_halvings, layout_shrinks, replaced
 from generators.source import Source
+from generators.validity import check_layout_kind, power_of_two
 from harness.compare import Comparison, compare_values
 from harness.target import Availability, Target
 from oracles.linear_layout import LinearLayout
@@ -92,6 +94,7 @@ class TritonLinearLayout(Target):
     name = "triton.linear_layout"
     description = "Triton's C++ LinearLayout algebra (CPU) against the F2 oracle, operation by operation"
     requires = ("triton",)
+    layer = "Triton's layout library (LinearLayout, C++)"
 
     def availability(self) -> Availability:
         try:
@@ -146,16 +149,66 @@ class TritonLinearLayout(Target):
         return params
 
     def validate(self, case: Case) -> None:
+        """The generator's rules (generators.validity) and the preconditions Triton asserts on."""
         p = case.params
         if p.get("op") not in OPS:
             raise ValueError(f"unknown op {p.get('op')!r}; ops: {', '.join(OPS)}")
-        if "kind" not in p:
+        if not isinstance(p.get("kind"), str):
             raise ValueError("no 'kind'")
+        op, kind = p["op"], p["kind"]
+        if op == "constructors":
+            if kind not in ("identity_1d", "strided_1d", "zeros_1d"):
+                raise ValueError(f"unknown constructor {kind!r}")
+            power_of_two(p.get("size"), "size", 1, 256)
+            power_of_two(p.get("stride"), "stride", 1, 16)
+            power_of_two(p.get("out_size"), "out_size", 1, 16)
+            return
+        layout = _layout(p, "layout")
+        outer = _layout(p, "outer") if "outer" in p else None
+        if op in ("apply", "predicates", "matrix_view", "compose", "product"):
+            check_layout_kind(layout, kind, MAX_BITS)
+        if op == "compose":
+            if outer is None or p.get("outer_kind") not in ("arbitrary", "distributed"):
+                raise ValueError("compose needs 'outer' and 'outer_kind' (arbitrary or distributed)")
+            check_layout_kind(outer, p["outer_kind"], MAX_BITS, named_inputs=False)
+            if outer.in_sizes != layout.out_dims:
+                raise ValueError("the outer layout's inputs are not the inner layout's outputs")
+        elif op == "product":
+            if outer is None:
+                raise ValueError("product needs 'outer'")
+            check_layout_kind(outer, kind, MAX_BITS)
+        elif op == "invert":
+            if kind not in INVERTIBLE_KINDS or not layout.is_invertible():
+                raise ValueError("invert needs an invertible layout")
+            check_layout_kind(layout, kind, MAX_BITS)
+        elif op == "pseudoinvert":
+            if kind not in SURJECTIVE_KINDS or not layout.is_surjective():
+                raise ValueError("pseudoinvert needs a surjective layout")
+            check_layout_kind(layout, kind, MAX_BITS)
+        elif op == "invert_and_compose":
+            inner_kind, _, outer_kind = kind.partition("/")
+            if inner_kind not in ("distributed", "arbitrary") or outer_kind not in SURJECTIVE_KINDS or outer is None:
+                raise ValueError("invert_and_compose: kind INNER/OUTER and an 'outer' layout")
+            if not outer.is_surjective() or outer.out_dims != layout.out_dims:
+                raise ValueError("invert_and_compose needs a surjective outer layout with the inner layout's outputs")
+            check_layout_kind(layout, inner_kind, MAX_BITS)
+            check_layout_kind(outer, outer_kind, MAX_BITS)
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """Halve an output dim (of both layouts where they share it), drop or zero a basis vector."""
+        p = case.params
+        if p.get("op") == "constructors":
+            for key in ("size", "stride", "out_size"):
+                if p.get(key, 1) > 1:
+                    yield replaced(p, **{key: p[key] // 2})
+            return
+        if p.get("op") == "invert_and_compose":
+            for inner, outer in joint_out_dim_halvings([p["layout"], p["outer"]]):
+                yield replaced(p, layout=inner, outer=outer)
         for key in ("layout", "outer"):
             if key in p:
-                LinearLayout.from_dict(p[key])
-        if p["op"] == "constructors":
-            _constructor(LinearLayout, p)
+                for smaller in layout_shrinks(p[key]):
+                    yield replaced(p, **{key: smaller})
 
     def family(self, case: Case) -> str:
         return f"{case.params['op']}/{case.params['kind']}"
@@ -242,6 +295,13 @@ class TritonLinearLayout(Target):
             return Comparison(False, verdict.mismatch_count, verdict.mismatches, "property:" + verdict.signature)
         note = "same as the oracle's choice" if got == want else "another valid choice of slack variables"
         return Comparison(True, note=note)
+
+
+def _layout(p: Mapping[str, Any], key: str) -> LinearLayout:
+    try:
+        return LinearLayout.from_dict(p[key])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{key!r} is not a linear layout: {exc}") from None
 
 
 def _constructor(cls, p: Mapping[str, Any]):

@@ -1,0 +1,265 @@
+"""Campaigns: the store a campaign writes to, the recorder of its outcomes, running it, and reducing
+each bucket's representative afterwards (reduce, then bucket)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from harness import registry
+from harness.runner import Result, Runner, Shard, make_case, plan, run_cases
+from harness.signatures import root_cause
+from harness.target import OUTCOMES, Outcome, Target
+from reports.buckets import bucket_table
+from reports.report import bounded, bucket_key, build_report, environment_versions
+from reports.store import DB_NAME, Store, StoreError, report_name, write_atomically
+from reports.tables import pass_rate_table, render, write_tables
+
+if TYPE_CHECKING:
+    from harness.reduce import Reduction
+
+DEFAULT_OUT = "layoutfuzz-out"
+DEFAULT_TARGETS = "triton.linear_layout,triton.layouts,triton.bank_conflicts,triton.compile"  # every CPU target
+DEFAULT_BUDGET_S = 60.0
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported in one line, exit code 2."""
+
+
+def target_specs(names: list[str]) -> list[str]:
+    """The ``module:attr`` specs of target names (default: every CPU target), without repeats."""
+    names = names or DEFAULT_TARGETS.split(",")
+    try:
+        specs = [registry.resolve(n) for n in names]
+    except registry.TargetNotFound as exc:
+        raise UsageError(str(exc)) from None
+    return list(dict.fromkeys(specs))
+
+
+def load_target(spec: str) -> Target:
+    try:
+        return registry.load(spec)
+    except registry.TargetNotFound as exc:
+        raise UsageError(str(exc)) from None
+
+
+def specs_by_name(targets: list[tuple[str, Target]]) -> dict[str, str]:
+    """Target name -> the spec it was loaded from."""
+    return {target.name: spec for spec, target in targets}
+
+
+def system_version(target: Target) -> str:
+    """The version of a target's system under test: its required packages that are installed."""
+    found = []
+    for name in target.requires:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except (metadata.PackageNotFoundError, ValueError):
+            pass
+    return ", ".join(found)
+
+
+def open_store(directory: str | Path) -> Store:
+    try:
+        return Store(directory, create=False)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def prepare_store(args: argparse.Namespace) -> tuple[Store, dict[str, Any]]:
+    """The store of ``args.out``: resumed, replaced (``--force``) or new, with the campaign's settings."""
+    out = Path(args.out)
+    existing = (out / DB_NAME).exists()
+    if args.resume:
+        if not existing:
+            raise UsageError(f"nothing to resume in {out}: no {DB_NAME} there")
+        store = open_store(out)
+        meta = store.meta()
+        if not meta.get("targets"):
+            raise UsageError(f"{out / DB_NAME} holds no campaign settings to resume")
+        return store, meta
+    if existing:
+        if not args.force:
+            raise UsageError(
+                f"{out} already holds a campaign: add --resume to continue it, --force to replace it, "
+                "or --out to write elsewhere"
+            )
+        for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", "reports"):
+            path = out / name
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    store = Store(out)
+    names = [t.strip() for t in (args.targets or "").split(",") if t.strip()] + list(args.target or [])
+    meta = {
+        "targets": target_specs(names),
+        "seed": args.seed,
+        "shard": str(args.shard),
+        "cases": args.cases,
+        "timeout_s": args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    store.set_meta(meta)
+    return store, meta
+
+
+class Recorder:
+    """Stores results as they arrive, writes reports for non-pass ones, shows progress."""
+
+    def __init__(self, store: Store, specs: dict[str, str], versions: dict[str, dict[str, str]], progress) -> None:
+        self.store, self.specs, self.versions, self.progress = store, specs, versions, progress
+        self.counts: Counter[str] = Counter()
+
+    def __call__(self, result: Result) -> None:
+        report = None
+        if result.outcome is not Outcome.PASS:
+            path = Path(self.store.directory, "reports", report_name(result.case))
+            spec = self.specs.get(result.case.target, result.case.target)
+            report = build_report(result, self.versions.get(result.case.target, {}), path, spec)
+        self.store.record(result, bucket_key(result), report, root_cause(result))
+        self.counts[result.outcome.value] += 1
+        if self.progress is not None:
+            self.progress.update(1)
+            self.progress.set_postfix_str(
+                " ".join(f"{k}={v}" for k, v in sorted(self.counts.items()) if k != "pass"), refresh=False
+            )
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """What one run of a campaign left: where, its tables, buckets, outcome counts."""
+
+    directory: Path
+    targets: tuple[tuple[str, Target], ...]
+    table: pd.DataFrame
+    buckets: pd.DataFrame
+    counts: Counter
+    elapsed_s: float
+    interrupted: bool
+
+    @property
+    def findings(self) -> int:
+        return sum(self.counts[o] for o in ("diverge", "crash", "timeout", "error"))
+
+    def summary(self) -> str:
+        n = sum(self.counts.values())
+        what = ", ".join(f"{self.counts[o]} {o}" for o in OUTCOMES if self.counts[o])
+        return f"{n} cases in {self.elapsed_s:.1f} s ({n / max(self.elapsed_s, 1e-9):.0f}/s): {what or 'none'}"
+
+
+def run_campaign(args: argparse.Namespace) -> Campaign:
+    """Runs (or resumes) the campaign ``args`` describe, records everything, writes the tables, and
+    with ``args.reduce`` reduces each bucket's representative (reduce, then bucket)."""
+    from tqdm import tqdm
+
+    store, meta = prepare_store(args)
+    specs = list(meta["targets"])
+    targets = [(spec, load_target(spec)) for spec in specs]
+    seed, shard, cases = int(meta["seed"]), Shard.parse(meta["shard"]), meta.get("cases")
+    budget = args.budget if args.budget is not None else (None if cases else DEFAULT_BUDGET_S)
+    env = environment_versions()
+    versions = {target.name: env | dict(target.versions()) for _, target in targets}
+    recorder = Recorder(store, specs_by_name(targets), versions, None)
+    runnable = []
+    done = store.recorded()
+    first = next(shard.indices(cases), None)
+    for spec, target in targets:
+        availability = target.availability()
+        if availability.available:
+            runnable.append((spec, target))
+            continue
+        print(f"{target.name}: unsupported here: {availability.reason}", file=sys.stderr)
+        if first is not None and (target.name, seed, first) not in done:
+            case = make_case(target, seed, first)
+            recorder(Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason))
+
+    total = None if cases is None else sum(1 for _ in shard.indices(cases)) * len(runnable)
+    already = sum(1 for (t, s, _) in done if s == seed and t in {x.name for _, x in runnable})
+    what = f"{len(runnable)} target(s), seed {seed}, shard {shard}, " + (
+        f"{cases} cases" if cases else "no case limit") + (f", budget {budget:g} s" if budget else "")
+    print(f"layoutfuzz: {what}, {args.jobs} worker(s) -> {store.directory}", file=sys.stderr)
+    interactive = sys.stderr.isatty()  # in CI logs: a progress line every 30 s instead of a live bar
+    progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=args.quiet,
+                    file=sys.stderr, dynamic_ncols=interactive, mininterval=0.1 if interactive else 30)
+    recorder.progress = progress
+    work = plan(runnable, seed, shard, cases, lambda t, i: (t, seed, i) in done)
+    deadline = time.monotonic() + budget if budget else None
+    started = time.monotonic()
+    interrupted = False
+    timeout = args.timeout if args.timeout is not None else float(meta.get("timeout_s", DEFAULT_TIMEOUT_S))
+    try:
+        run_cases(work, recorder, args.jobs, timeout, deadline)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.close()
+    elapsed = time.monotonic() - started
+    table = pass_rate_table(store.frame())
+    write_tables(table, store.directory)
+    buckets = bucket_table(store.frame())
+    if args.reduce and not buckets.empty and not interrupted:
+        print(f"reducing the representatives of {len(buckets)} bucket(s)...", file=sys.stderr)
+        reduce_representatives(store, buckets, specs_by_name(targets), timeout, args.reduce_tries, args.jobs)
+    write_atomically(store.directory / "buckets.md", render(buckets.drop(columns=["report"]), "md") + "\n")
+    store.close()
+    return Campaign(store.directory, tuple(targets), table, buckets, recorder.counts, elapsed, interrupted)
+
+
+# ---- reduction ---------------------------------------------------------------------------------
+
+
+def reduced_path(report_or_case: Path) -> Path:
+    """Where the reduced case of a report or case file goes: beside it, ``NAME.reduced.json``."""
+    return report_or_case.with_name(report_or_case.name.removesuffix(".json") + ".reduced.json")
+
+
+def save_reduction(done: Reduction, case_file: Path, report_file: Path | None, replay: str) -> None:
+    """Writes the reduced case as a case file; a report keeps its original case and gains the reduced
+    one, what it gave (for pictures of it) and the command that replays it."""
+    reduced = done.reduced
+    write_atomically(case_file, json.dumps(reduced.to_dict(), indent=1, sort_keys=True) + "\n")
+    if report_file is not None:
+        report = json.loads(report_file.read_text())
+        report.update(
+            reduced_case=reduced.to_dict(), reduced_case_file=case_file.name, reduced_replay=replay,
+            reduced_fixpoint=done.fixpoint, reduced_signature=done.signature,
+            reduced_expected=bounded(done.result.expected, replay), reduced_observed=bounded(done.result.observed, replay),
+            reduced_mismatches=list(done.result.mismatches), reduced_detail=done.result.detail[-4000:],
+        )
+        write_atomically(report_file, json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+def replay_command(case_file: Path, target: str, spec: str) -> str:
+    """The one command that replays a case file (naming the target spec unless it is built in)."""
+    builtin = registry.BUILTIN.get(target) == spec
+    return f"layoutfuzz reproduce {case_file}" + ("" if builtin else f" --target {spec}")
+
+
+def reduce_representatives(store: Store, buckets: pd.DataFrame, specs: dict[str, str], timeout: float,
+                           max_tries: int, jobs: int = 1) -> None:
+    """Reduces each bucket's representative: its report gains ``reduced_case`` and a case file
+    ``reports/NAME.reduced.json`` is written beside it, with the command that replays it."""
+    from harness.reduce import reduce_case
+
+    with Runner(jobs=jobs, timeout_s=timeout) as runner:
+        for row in buckets.itertuples():
+            found = store.find(row.representative)
+            spec = specs.get(row.target, row.target)
+            if found is None or not found[1]:
+                continue
+            case, report_path = found
+            done = reduce_case(spec, load_target(spec), case, runner, max_tries)
+            if done is None:  # it passed on this run: flaky, left as it was
+                continue
+            case_file = reduced_path(Path(report_path))
+            save_reduction(done, case_file, Path(report_path), replay_command(case_file, row.target, spec))

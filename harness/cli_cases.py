@@ -1,0 +1,158 @@
+"""Commands on one case: ``reproduce`` (re-run it, expected vs observed) and ``reduce`` (shrink it
+while it fails the same way)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from generators.case import Case, parse_case_id
+from harness import registry
+from harness.campaign import (
+    UsageError,
+    load_target,
+    open_store,
+    reduced_path,
+    replay_command,
+    save_reduction,
+    specs_by_name,
+)
+from harness.runner import Result, Runner, make_case
+from harness.target import Outcome, Target
+from reports.store import DB_NAME
+
+
+@dataclass(frozen=True)
+class NamedCase:
+    """The case CASE names, its target spec and loaded target, and where it came from."""
+
+    case: Case
+    spec: str
+    target: Target
+    report: dict[str, Any] | None  # the report it was taken from, if any
+    report_path: Path | None
+    case_file: Path | None  # the case file it was read from, if any
+    store_dir: Path | None  # the campaign it was found in, if any
+
+
+def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] | None, Path | None, Path | None, Path | None]:
+    path = Path(args.case)
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text())
+            report = data if isinstance(data, dict) and "case" in data else None
+            case = Case.from_dict(data["case"] if report else data)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise UsageError(f"{path} is not a layoutfuzz report or case: {exc}") from None
+        spec = args.target or (report or {}).get("target_spec") or case.target
+        return case, spec, report, (path if report else None), (None if report else path), None
+    key = parse_case_id(args.case)
+    if key is None:
+        raise UsageError(f"{args.case!r} is neither a file nor a case id TARGET/SEED/INDEX")
+    target_name, seed, index = key
+    spec = args.target or target_name
+    if (Path(args.out) / DB_NAME).exists():
+        store = open_store(args.out)
+        try:
+            if not args.target:  # the campaign's own spec for this name
+                campaign = [(s, load_target(s)) for s in store.meta().get("targets", [])]
+                spec = specs_by_name(campaign).get(target_name, spec)
+            found = store.find(args.case)
+        finally:
+            store.close()
+        if found:
+            case, report_path = found
+            report_file = Path(report_path) if report_path and Path(report_path).exists() else None
+            report = json.loads(report_file.read_text()) if report_file else None
+            return case, spec, report, report_file, None, Path(args.out)
+    return make_case(load_target(spec), seed, index), spec, None, None, None, None
+
+
+def named_case(args: argparse.Namespace) -> NamedCase:
+    """The case CASE names (a report, a case file or TARGET/SEED/INDEX); a case its target rejects
+    is a usage error."""
+    case, spec, report, report_path, case_file, store_dir = _from_argument(args)
+    target = load_target(spec)
+    try:
+        target.validate(case)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"malformed case {case.case_id}: {exc}") from None
+    return NamedCase(case, registry.resolve(spec), target, report, report_path, case_file, store_dir)
+
+
+def run_one(spec: str, case: Case, target: Target, timeout: float) -> Result:
+    """One case in an isolated worker (or ``unsupported`` where its target cannot run here)."""
+    family = target.family(case)
+    availability = target.availability()
+    if not availability.available:
+        return Result(case, family, Outcome.UNSUPPORTED, availability.reason)
+    results: list[Result] = []
+    with Runner(jobs=1, timeout_s=timeout) as runner:
+        runner.submit(spec, case, family)
+        while runner.in_flight:
+            results += runner.results()
+    return results[0]
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    named = named_case(args)
+    case = named.case
+    print(f"case {case.case_id} ({named.target.name}, family {named.target.family(case)})")
+    print(f"params: {json.dumps(case.params)[:2000]}")
+    result = run_one(named.spec, case, named.target, args.timeout)
+    print(f"outcome: {result.outcome.value}")
+    if result.detail:
+        print(f"detail: {result.detail}")
+    if result.outcome is Outcome.DIVERGE:
+        print(f"{result.mismatch_count} mismatch(es); first:")
+        for line in result.mismatches:
+            print(f"  {line}")
+    if args.verbose:
+        print(f"expected: {json.dumps(result.expected)[:4000]}")
+        print(f"observed: {json.dumps(result.observed)[:4000]}")
+    if named.report is not None:
+        same = named.report.get("outcome") == result.outcome.value
+        print(f"reported outcome: {named.report.get('outcome')} -> {'reproduced' if same else 'NOT reproduced'}")
+    return 0 if result.outcome is Outcome.PASS else 1
+
+
+def _reduced_file(args: argparse.Namespace, named: NamedCase) -> Path:
+    """Where the reduced case goes: ``--write``, else beside its report or case file, else in the
+    campaign's ``reports/`` (never the working directory)."""
+    if args.write:
+        return Path(args.write)
+    if named.report_path is not None:
+        return reduced_path(named.report_path)
+    if named.case_file is not None:
+        return reduced_path(named.case_file)
+    case = named.case
+    return Path(args.out) / "reports" / f"{case.target}-{case.seed}-{case.index}.reduced.json"
+
+
+def cmd_reduce(args: argparse.Namespace) -> int:
+    from harness.reduce import reduce_case
+
+    named = named_case(args)
+    case, target = named.case, named.target
+    if not target.availability().available:
+        raise UsageError(f"{target.name} cannot run here: {target.availability().reason}")
+    with Runner(jobs=args.jobs, timeout_s=args.timeout) as runner:
+        done = reduce_case(named.spec, target, case, runner, args.max_tries, progress=lambda line: print(line, file=sys.stderr))
+    if done is None:
+        print(f"{case.case_id} passes: nothing to reduce")
+        return 1
+    written = _reduced_file(args, named)
+    replay = replay_command(written, case.target, named.spec)
+    save_reduction(done, written, named.report_path, replay)
+    state = "a fixpoint: no single shrink fails the same way" if done.fixpoint else f"stopped after --max-tries {args.max_tries}"
+    print(f"{done.outcome.value} ({done.signature or 'no signature'}) kept through {done.steps} shrinking step(s), "
+          f"{done.tries} tries; {state}")
+    print(f"original: {json.dumps(case.params)[:2000]}")
+    print(f"reduced:  {json.dumps(done.reduced.params)[:2000]}")
+    print(f"written: {written}")
+    print(f"reproduce: {replay}")
+    return 0

@@ -1,0 +1,248 @@
+"""Triage commands: ``nightly`` (replay, explore, reduce, judge), ``buckets`` (a campaign's root
+causes), ``diff`` (two campaigns' buckets) and ``known`` (the ledger of known problems)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from harness.campaign import UsageError, load_target, open_store
+from harness.nightly import root_cause_table, run_night
+from harness.target import PARTIES
+from reports import ledger as ledger_file
+from reports.attribution import attribute
+from reports.buckets import bucket_table, diff_buckets
+from reports.junit import junit_xml
+from reports.store import DB_NAME, write_atomically
+from reports.tables import render
+from reports.triage import FAILING, Triage, TriageError
+
+
+def _night(text: str | None) -> str:
+    date = text or time.strftime("%Y-%m-%d", time.gmtime())
+    try:
+        return datetime.date.fromisoformat(date).isoformat() if len(date) == 10 else _bad_date(date)
+    except ValueError:
+        return _bad_date(date)
+
+
+def _bad_date(date: str) -> str:
+    raise UsageError(f"bad date {date!r}: expected YYYY-MM-DD")
+
+
+def cmd_nightly(args: argparse.Namespace) -> int:
+    from harness.cli import write_html
+    from reports.history import record_night
+
+    night = _night(args.date)
+    suffix = "" if args.shard.count == 1 else f"-shard{args.shard.index}of{args.shard.count}"
+    out = Path(args.root) / f"{night}{suffix}"
+    run_args = argparse.Namespace(
+        targets=args.targets, target=None, seed=int(night.replace("-", "")), cases=None, budget=args.budget,
+        shard=args.shard, jobs=args.jobs, timeout=args.timeout, out=str(out), resume=(out / DB_NAME).exists(),
+        force=False, quiet=args.quiet, reduce=True, reduce_tries=args.reduce_tries)
+    print(f"layoutfuzz nightly: {out} (root {args.root}, ledger {args.known})", file=sys.stderr)
+    result = run_night(args, night, out, run_args)
+    campaign, table = result.campaign, result.verdicts
+    print(render(campaign.table, "md"))
+    failing = result.failing
+    if not table.empty:
+        counts = table["status"].str.split(":").str[0].value_counts()
+        print(f"\n{len(table)} root cause(s): " + ", ".join(f"{int(n)} {s}" for s, n in counts.items()))
+        print(render(table.drop(columns=["bucket", "evidence", "reproducer"]), "md"))
+    for row in failing.itertuples():
+        print(f"{row.status.upper()}: {row.target} {row.outcome}: {row.signature}\n  attribution: {row.attribution}"
+              f"\n  replay: {row.replay}", file=sys.stderr)
+    known = set(campaign.buckets["bucket"]) - set(failing["bucket"]) if not campaign.buckets.empty else set()
+    write_atomically(out / "junit.xml", junit_xml(campaign.table, campaign.buckets, known, f"layoutfuzz nightly {night}"))
+    record_night(Path(args.root), out.name, campaign.table)
+    try:
+        print(f"html: {write_html(out, table)}", file=sys.stderr)
+    except ImportError:
+        print("html: skipped (pictures need matplotlib: pip install 'layoutfuzz[report]')", file=sys.stderr)
+    print(campaign.summary(), file=sys.stderr)
+    if campaign.interrupted:
+        print(f"interrupted; run the same command again to continue {out}", file=sys.stderr)
+        return 130
+    return 1 if not failing.empty else 0
+
+
+# ---- buckets --------------------------------------------------------------------------------
+
+
+def campaign_root_causes(directory: Path, known_path: str) -> pd.DataFrame:
+    """A campaign's root causes: with their nightly verdicts where the campaign is a night of a
+    root (``DIR/../history.sqlite``), else "open" (or the ledger's word)."""
+    try:
+        known = ledger_file.load(known_path)
+    except ledger_file.LedgerError as exc:
+        raise UsageError(str(exc)) from None
+    store = open_store(directory)
+    try:
+        buckets = bucket_table(store.frame())
+        targets = {}
+        for spec in store.meta().get("targets", []):
+            try:
+                target = load_target(spec)
+                targets[target.name] = target
+            except UsageError:
+                pass
+    finally:
+        store.close()
+    root = directory.resolve().parent
+    if (root / "history.sqlite").exists():
+        try:
+            triage = Triage(root)
+            verdicts = triage.table(directory.name[:10])
+            triage.close()
+        except (TriageError, pd.errors.DatabaseError):
+            verdicts = pd.DataFrame()
+        if not verdicts.empty:
+            return root_cause_table(verdicts, known, root, targets)
+    rows = []
+    for b in buckets.itertuples():
+        problem = known.get(b.bucket)
+        blame = attribute(targets.get(b.target), b.outcome, b.signature, problem)
+        reduced = _reduced_file(directory, b.report)
+        rows.append({"status": f"known: {problem.status}" if problem else "open", "bucket": b.bucket, "target": b.target,
+                     "outcome": b.outcome, "signature": b.signature, "attribution": str(blame), "cases": b.cases,
+                     "families": b.families, "reproducer": ("reduced " + reduced) if reduced else b.representative,
+                     "replay": f"layoutfuzz reproduce {reduced}" if reduced else f"layoutfuzz reproduce {b.representative} --out {directory}",
+                     "evidence": blame.evidence})
+    return pd.DataFrame(rows)
+
+
+def _reduced_file(directory: Path, report: str) -> str:
+    """The reduced case file a bucket's report names, if it was reduced."""
+    if not report or not (directory / report).exists():
+        return ""
+    name = json.loads((directory / report).read_text()).get("reduced_case_file")
+    return str(directory / "reports" / name) if name else ""
+
+
+def cmd_buckets(args: argparse.Namespace) -> int:
+    table = campaign_root_causes(Path(args.out), args.known)
+    if table.empty:
+        print("no problems: every case passed (or was unsupported)", file=sys.stderr)
+        return 0
+    shown = table if args.format == "csv" else table.drop(columns=["bucket", "evidence"], errors="ignore")
+    print(render(shown, args.format))
+    print(f"{len(table)} root cause(s) in {int(table['cases'].sum())} cases", file=sys.stderr)
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    changes = diff_buckets(open_store(args.baseline).frame(), open_store(args.new).frame())
+    if not changes.empty:
+        print(render(changes, args.format))
+    print(diff_summary(changes), file=sys.stderr)
+    return 1 if (changes["status"] == "new").any() else 0
+
+
+def diff_summary(changes: pd.DataFrame) -> str:
+    counts = changes["status"].value_counts()
+    return ", ".join(f"{int(counts.get(s, 0))} {s}" for s in ("new", "persisting", "fixed")) + " bucket(s)"
+
+
+# ---- known ----------------------------------------------------------------------------------
+
+
+def _find_bucket(bucket: str, out: str, root: str) -> tuple[str, str, str]:
+    """(target, outcome, signature) of a bucket key, from a campaign or the nightly root."""
+    if (Path(root) / "history.sqlite").exists():
+        try:
+            triage = Triage(root)
+            cause = triage.causes().get(bucket)
+            triage.close()
+        except TriageError as exc:
+            raise UsageError(str(exc)) from None
+        if cause is not None:
+            return cause.target, cause.outcome, cause.signature
+    if (Path(out) / DB_NAME).exists():
+        store = open_store(out)
+        try:
+            row = store.db.execute("SELECT target, outcome, signature FROM outcomes WHERE bucket = ? LIMIT 1", (bucket,)).fetchone()
+        finally:
+            store.close()
+        if row is not None:
+            return row
+    raise UsageError(f"no bucket {bucket!r} in {out} or in the nightly root {root} (see `layoutfuzz buckets`)")
+
+
+def cmd_known_add(args: argparse.Namespace) -> int:
+    target, outcome, signature = _find_bucket(args.bucket, args.out, args.root)
+    current = ledger_file.load(args.known).get(args.bucket)
+    given = {k: v for k, v in (("title", args.title), ("status", args.status), ("attribution", args.attribution),
+                               ("layer", args.layer), ("link", args.link), ("note", args.note)) if v is not None}
+    if current is None and not args.title:
+        raise UsageError("a new known problem needs --title")
+    fields = {**(vars(current) if current else {}), **given, "target": target, "outcome": outcome, "signature": signature}
+    try:
+        problem = ledger_file._entry(fields, "the new entry")
+    except ledger_file.LedgerError as exc:
+        raise UsageError(str(exc)) from None
+    new = ledger_file.add(args.known, problem)
+    print(f"{'added' if new else 'updated'} {problem.bucket} in {args.known}: {problem.title} [{problem.status}; {problem.attribution}]")
+    return 0
+
+
+def cmd_known_list(args: argparse.Namespace) -> int:
+    try:
+        known = ledger_file.load(args.known)
+    except ledger_file.LedgerError as exc:
+        raise UsageError(str(exc)) from None
+    if not known:
+        print(f"no known problems in {args.known}", file=sys.stderr)
+        return 0
+    history = {}
+    if (Path(args.root) / "history.sqlite").exists():
+        triage = Triage(args.root)
+        history = {r.bucket: r for r in triage.table().itertuples()}
+        triage.close()
+    rows = []
+    for bucket, p in known.items():
+        h = history.get(bucket)
+        rows.append({"bucket": bucket, "title": p.title, "status": p.status, "attribution": p.attribution + (f" ({p.layer})" if p.layer else ""),
+                     "target": p.target, "outcome": p.outcome, "signature": p.signature, "link": p.link,
+                     "first seen": f"{h.first_night} ({h.first_version})" if h is not None else "",
+                     "last seen": f"{h.last_night} ({h.last_version})" if h is not None else "",
+                     "last verdict": h.status if h is not None else ""})
+    print(render(pd.DataFrame(rows), args.format))
+    return 0
+
+
+def add_known_parser(sub) -> None:
+    known = sub.add_parser(
+        "known", help="the ledger of known problems (layoutfuzz-known.toml): add one, list them",
+        description="Known problems are root causes the team has looked at: a known one is reported but never "
+        "fails a nightly. The ledger is a TOML file you commit; the nightly root's history adds when each was "
+        "first and last seen, and in which version.")
+    known_sub = known.add_subparsers(dest="known_command", required=True, metavar="ACTION")
+    add = known_sub.add_parser("add", help="record a bucket (from `layoutfuzz buckets`) as a known problem",
+                               description="Record the root cause of BUCKET (a bucket key from `layoutfuzz buckets`, "
+                               "looked up in --out or the nightly --root) in the ledger; an existing entry is updated.")
+    add.add_argument("bucket", metavar="BUCKET")
+    add.add_argument("--title", help="one line: what goes wrong (needed for a new entry)")
+    add.add_argument("--status", choices=ledger_file.STATUSES, help="default: open upstream")
+    add.add_argument("--attribution", choices=PARTIES, help="who is responsible (default: system under test)")
+    add.add_argument("--layer", help="which layer, e.g. \"Triton's TMA descriptor encoding\"")
+    add.add_argument("--link", help="the upstream issue or pull request")
+    add.add_argument("--note", help="anything else worth knowing")
+    add.set_defaults(func=cmd_known_add)
+    listing = known_sub.add_parser("list", help="the known problems with when they were first and last seen")
+    listing.add_argument("--format", choices=("md", "csv", "html"), default="md")
+    listing.set_defaults(func=cmd_known_list)
+    for p in (add, listing):
+        p.add_argument("--known", default=ledger_file.DEFAULT_LEDGER, metavar="FILE",
+                       help=f"the ledger (default {ledger_file.DEFAULT_LEDGER})")
+        p.add_argument("--root", default="nightly", help="the nightly root, for first/last seen (default nightly)")
+        p.add_argument("--out", default="layoutfuzz-out", help="a campaign to look BUCKET up in (default layoutfuzz-out)")
+
+
+__all__ = ["FAILING", "add_known_parser", "cmd_buckets", "cmd_diff", "cmd_nightly", "diff_summary"]

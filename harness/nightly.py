@@ -1,0 +1,153 @@
+"""The nightly: first re-run every open root cause's stored reproducer (cheap and deterministic),
+then explore tonight's dated campaign, reduce each bucket, and judge every root cause against the
+root's memory and the ledger: new (fails the night), regressed (fails it), persisting, known, fixed
+(only when its reproducer passed tonight). Absence from tonight's sample proves nothing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from generators.case import Case
+from harness.campaign import Campaign, UsageError, load_target, run_campaign, system_version, target_specs
+from harness.runner import Runner
+from harness.signatures import root_cause
+from harness.target import Target
+from reports import ledger as ledger_file
+from reports.attribution import attribute
+from reports.store import write_atomically
+from reports.tables import render
+from reports.triage import FAILING, Replay, Triage, TriageError
+
+REPRODUCERS = "reproducers"  # ROOT/reproducers/BUCKET.json: every root cause's replayable case
+
+
+@dataclass(frozen=True)
+class Night:
+    """One night's campaign and its verdicts."""
+
+    campaign: Campaign
+    verdicts: pd.DataFrame  # the root-cause table (``root_cause_table``)
+
+    @property
+    def failing(self) -> pd.DataFrame:
+        return self.verdicts[self.verdicts["status"].isin(FAILING)]
+
+
+def replay_open(triage: Triage, night: str, targets: Sequence[tuple[str, Target]], jobs: int, timeout: float) -> dict[str, Replay]:
+    """Re-runs the stored reproducer of every open root cause of tonight's (available) targets."""
+    runnable = {t.name: (spec, t) for spec, t in targets if t.availability().available}
+    causes = triage.to_replay(runnable, night)
+    if not causes:
+        return {}
+    print(f"re-running the reproducers of {len(causes)} open root cause(s)...", file=sys.stderr)
+    buckets_of: dict[str, list[str]] = {}
+    replays: dict[str, Replay] = {}
+    with Runner(jobs=jobs, timeout_s=timeout) as runner:
+        for cause in causes:
+            spec, target = runnable[cause.target]
+            buckets_of.setdefault(cause.reproducer.to_json(), []).append(cause.bucket)
+            runner.submit(spec, cause.reproducer, target.family(cause.reproducer))
+        while runner.in_flight:
+            for result in runner.results():
+                for bucket in buckets_of[result.case.to_json()]:
+                    replays[bucket] = Replay(bucket, result.outcome.value, root_cause(result))
+    same = sum(r.still_fails(next(c for c in causes if c.bucket == b)) for b, r in replays.items())
+    passing = sum(r.passes for r in replays.values())
+    print(f"  {same} still fail the same way, {passing} pass, {len(replays) - same - passing} fail otherwise", file=sys.stderr)
+    return replays
+
+
+def reproducers_of(campaign: Campaign) -> dict[str, tuple[Case, bool]]:
+    """Bucket -> (its reduced case where there is one, else its representative; reduced?)."""
+    out = {}
+    for row in campaign.buckets.itertuples():
+        if not row.report:
+            continue
+        report = json.loads((campaign.directory / row.report).read_text())
+        if report.get("reduced_case"):
+            out[row.bucket] = (Case.from_dict(report["reduced_case"]), True)
+        else:
+            out[row.bucket] = (Case.from_dict(report["case"]), False)
+    return out
+
+
+def root_cause_table(verdicts: pd.DataFrame, known: Mapping[str, ledger_file.KnownProblem], root: Path | None,
+                     targets: Mapping[str, Target]) -> pd.DataFrame:
+    """What a user reads: per root cause its status, attribution, count, families hit, first and last
+    seen, and the reproducer with its replay command."""
+    rows = []
+    for r in verdicts.itertuples():
+        problem = known.get(r.bucket)
+        blame = attribute(targets.get(r.target), r.outcome, r.signature, problem)
+        status = r.status if problem is None else f"known: {problem.status}"
+        case_file = (root / REPRODUCERS / f"{r.bucket}.json") if root is not None else None
+        rows.append({
+            "status": status, "bucket": r.bucket, "target": r.target, "outcome": r.outcome, "signature": r.signature,
+            "attribution": str(blame), "cases": int(r.cases), "families": r.families,
+            "first seen": f"{r.first_night} ({r.first_version})" if r.first_version else r.first_night,
+            "last seen": f"{r.last_night} ({r.last_version})" if r.last_version else r.last_night,
+            "fixed in": f"{r.fixed_night} ({r.fixed_version})" if r.fixed_night else "",
+            "reproducer": ("reduced " if r.reduced else "") + (str(case_file) if case_file else ""),
+            "replay": f"layoutfuzz reproduce {case_file}" + ("" if r.spec == _builtin(r.target) else f" --target {r.spec}")
+            if case_file else "",
+            "evidence": blame.evidence,
+        })
+    order = {"new": 0, "regressed": 1, "fixed": 2, "persisting": 3}
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    return frame.sort_values(by=["status", "cases"], key=lambda c: c.map(lambda s: order.get(s, 4)) if c.name == "status" else -c,
+                             kind="stable").reset_index(drop=True)
+
+
+def _builtin(target: str) -> str:
+    from harness import registry
+
+    return registry.BUILTIN.get(target, "")
+
+
+def write_reproducers(root: Path, triage: Triage) -> None:
+    """``ROOT/reproducers/BUCKET.json`` for every root cause: the case ``layoutfuzz reproduce`` replays."""
+    for cause in triage.causes().values():
+        path = root / REPRODUCERS / f"{cause.bucket}.json"
+        text = json.dumps(cause.reproducer.to_dict(), indent=1, sort_keys=True) + "\n"
+        if not path.exists() or path.read_text() != text:
+            write_atomically(path, text)
+
+
+def run_night(args: argparse.Namespace, night: str, out: Path, run_args: argparse.Namespace) -> Night:
+    """Replay, explore, reduce, judge; remember the verdicts and write the root-cause table."""
+    root = Path(args.root)
+    try:
+        known = ledger_file.load(args.known)
+    except ledger_file.LedgerError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        triage = Triage(root)
+    except TriageError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        names = [t.strip() for t in (args.targets or "").split(",") if t.strip()]
+        targets = [(spec, load_target(spec)) for spec in target_specs(names)]
+        timeout = args.timeout if args.timeout is not None else 30.0
+        replays = replay_open(triage, night, targets, args.jobs, timeout) if args.shard.index == 1 else {}
+        campaign = run_campaign(run_args)
+        by_name = {t.name: t for _, t in campaign.targets}
+        versions = {name: system_version(t) for name, t in by_name.items()}
+        specs = {t.name: spec for spec, t in campaign.targets}
+        verdicts = triage.judge(night, versions, campaign.buckets, reproducers_of(campaign), replays, known, specs)
+        write_reproducers(root, triage)
+    finally:
+        triage.close()
+    table = root_cause_table(verdicts, known, root, by_name)
+    if not table.empty:
+        write_atomically(out / "root-causes.md", render(table, "md") + "\n")
+        table.to_csv(out / "root-causes.csv", index=False)
+    return Night(campaign, table)
