@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
 
 from generators.case import Case
+from generators.shrink import replaced
 from generators.source import Source
-from generators.tma import device_box
+from generators.tma import MAX_DST_OFFSET, device_box
 from harness.compare import Comparison
 from harness.target import Attribution, Availability, Target, Unsupported
 from oracles.tma import SwizzleMode, TiledBox
@@ -103,11 +104,11 @@ def hardware_attribution(target: Target, outcome: str) -> Attribution | None:
 class TmaSwizzle(GpuTarget):
     name = "tma.swizzle"
     layer = "the TMA unit (raw cp.async.bulk.tensor, no compiler in between)"
+    description = "TMA tiled copies on the GPU (cp.async.bulk.tensor into shared memory) vs the 5.5.7 swizzle oracle"
+    requires = ("cuda device sm_90", "cuda.core", "cuda.bindings", "torch")
 
     def attribute(self, outcome: str, signature: str) -> Attribution | None:
         return hardware_attribution(self, outcome)
-    description = "TMA tiled copies on the GPU (cp.async.bulk.tensor into shared memory) vs the 5.5.7 swizzle oracle"
-    requires = ("cuda device sm_90", "cuda.core", "cuda.bindings", "torch")
 
     def generate(self, source: Source) -> dict[str, Any]:
         box = device_box(source)
@@ -115,9 +116,42 @@ class TmaSwizzle(GpuTarget):
                 "element_strides": list(box.element_strides), "swizzle": box.swizzle.name, "dst": box.dst}
 
     def validate(self, case: Case) -> None:
-        box = box_from_params(case.params)
+        """The generator's rules (``generators.tma.device_box``): rank 2-5, a CUDA swizzle mode, 1-8-byte
+        elements, an inner row of whole 16-byte units within the span, outer dims up to 256 with strides
+        1-8, a 128-byte-multiple destination, the box within the window."""
+        p = case.params
+        try:
+            box = box_from_params(p)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a TMA box: {exc}") from None
+        e, inner = box.element_bytes, box.box_dims[0]
+        span = box.swizzle.spec.span or 256 * e
+        if box.swizzle.spec.cuda is None or e not in (1, 2, 4, 8) or not 2 <= len(box.box_dims) <= 5:
+            raise ValueError("a CUDA swizzle mode, 1-8-byte elements, rank 2-5")
+        if inner * e % 16 or not 16 <= inner * e <= min(span, 256 * e) or box.element_strides[0] != 1:
+            raise ValueError("the inner row is whole 16-byte units within the swizzle span, with element stride 1")
+        if any(not 1 <= d <= 256 for d in box.box_dims[1:]) or any(t not in (1, 2, 3, 4, 8) for t in box.element_strides[1:]):
+            raise ValueError("outer dims 1-256, element strides 1, 2, 3, 4 or 8")
+        if box.dst % 128 or not 0 <= box.dst < MAX_DST_OFFSET:
+            raise ValueError(f"dst is a multiple of 128 below {MAX_DST_OFFSET}")
         if box.dst + box.footprint_bytes > WINDOW:
             raise ValueError(f"box of {box.footprint_bytes} bytes at {box.dst} does not fit the {WINDOW}-byte window")
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """An outer dim dropped or halved, element strides of 1, a narrower row, base offset 0 (dst 0)."""
+        p = case.params
+        dims, strides = list(p["box_dims"]), list(p["element_strides"])
+        for i in range(len(dims) - 1, 0, -1):
+            yield replaced(p, box_dims=dims[:i] + dims[i + 1:], element_strides=strides[:i] + strides[i + 1:])
+        for i in range(1, len(dims)):
+            if dims[i] > 1:
+                yield replaced(p, box_dims=dims[:i] + [dims[i] // 2] + dims[i + 1:])
+            if strides[i] > 1:
+                yield replaced(p, element_strides=strides[:i] + [1] + strides[i + 1:])
+        if dims[0] * p["element_bytes"] > 16:
+            yield replaced(p, box_dims=[max(16 // p["element_bytes"], dims[0] // 2)] + dims[1:])
+        if p["dst"]:
+            yield replaced(p, dst=0)
 
     def family(self, case: Case) -> str:
         return f"{case.params.get('swizzle', '?')}:{case.params.get('element_bytes', '?')}B"
@@ -142,7 +176,8 @@ class TmaSwizzle(GpuTarget):
 def compare_windows(expected: bytes, observed: bytes, fill: int | None = None) -> Comparison:
     """Byte-wise comparison of two windows, reported by 16-byte cell. The signature says what went
     wrong in TMA's terms, never how often: with ``fill`` (the value of bytes nothing should write),
-    cells are "written outside the box", "not written" or "wrong data"."""
+    "misplaced data" (some cell holds other data, or data went outside the box while the box was left
+    unwritten), else "written outside the box" or "not written"."""
     want, got = np.frombuffer(expected, np.uint8), np.frombuffer(observed, np.uint8)
     bad = np.flatnonzero(want != got)
     if bad.size == 0:
@@ -153,7 +188,11 @@ def compare_windows(expected: bytes, observed: bytes, fill: int | None = None) -
         for c in cells[:8]
     )
     kinds = {"cells differ"} if fill is None else {_cell_kind(want[c * 16:c * 16 + 16], got[c * 16:c * 16 + 16], fill) for c in cells}
-    return Comparison(False, int(bad.size), lines, ", ".join(sorted(kinds)), f"{bad.size} bytes differ in {len(cells)} 16-byte cells")
+    if "wrong data" in kinds or {"written outside the box", "not written"} <= kinds:
+        kind = "misplaced data"  # data where other data (or nothing) belongs: one placement error
+    else:
+        kind = next(k for k in ("written outside the box", "not written", "cells differ") if k in kinds)
+    return Comparison(False, int(bad.size), lines, kind, f"{bad.size} bytes differ in {len(cells)} 16-byte cells ({', '.join(sorted(kinds))})")
 
 
 def _cell_kind(want: np.ndarray, got: np.ndarray, fill: int) -> str:
@@ -174,11 +213,11 @@ def _wgmma_runner():
 class WgmmaDescriptor(GpuTarget):
     name = "wgmma.descriptor"
     layer = "the tensor cores (raw wgmma.mma_async, no compiler in between)"
+    description = "wgmma.mma_async (sm_90a) reading an operand through a matrix descriptor vs the canonical-layout oracle"
+    requires = ("cuda device sm_90a", "cuda.core", "cuda.bindings", "torch")
 
     def attribute(self, outcome: str, signature: str) -> Attribution | None:
         return hardware_attribution(self, outcome)
-    description = "wgmma.mma_async (sm_90a) reading an operand through a matrix descriptor vs the canonical-layout oracle"
-    requires = ("cuda device sm_90a", "cuda.core", "cuda.bindings", "torch")
 
     def generate(self, source: Source) -> dict[str, Any]:
         from generators.wgmma import device_case
@@ -204,3 +243,21 @@ class WgmmaDescriptor(GpuTarget):
 
     def observed(self, case: Case) -> Any:
         return self.on_device(lambda: _wgmma_runner().run([case.params])[0])
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        verdict = super().compare(case, expected, observed)
+        if verdict.ok or np.shape(expected) != np.shape(observed):
+            return verdict
+        return Comparison(False, verdict.mismatch_count, verdict.mismatches, address_bits_signature(expected, observed), verdict.note)
+
+
+def address_bits_signature(expected: Any, observed: Any) -> str:
+    """What a wrong read got wrong, in the descriptor's terms (the XOR of expected and observed
+    addresses): the order of elements inside a 16-byte chunk (bits 0-3), the row or stride (LBO, SBO,
+    start: bits 7 and up), else only the 16-byte chunk within its row (bits 4-6: the swizzle)."""
+    xor = int(np.bitwise_or.reduce((np.asarray(expected, dtype=np.int64) ^ np.asarray(observed, dtype=np.int64)).ravel()))
+    if xor & 0xF:
+        return "wrong element within a 16-byte chunk"
+    if xor >> 7:
+        return "wrong row or stride (LBO, SBO, start)"
+    return "wrong 16-byte chunk (swizzle)"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from math import prod
 from typing import Any
 
 from generators.case import Case
 from generators.layouts import distributed_layout, split_bits
+from generators.shrink import drop_basis, joint_out_dim_halvings, replaced
 from generators.source import Source, permutation
+from generators.validity import check_layout_kind, check_shape, power_of_two
 from gpu.targets import GpuTarget
 from harness.capture import stderr_text
 from harness.compare import Comparison
@@ -139,11 +141,38 @@ class TritonConvertLayout(GluonKernelTarget):
                 "a": a.to_dict(), "b": b.to_dict()}
 
     def validate(self, case: Case) -> None:
+        """The generator's rules: 1-3 dims of at least 2, 2^5 to 2^12 elements, 1-8 warps, 8-64-bit
+        elements, and A and B distributed layouts (Def 4.10) over 32 lanes and the kernel's warps."""
         p = case.params
+        shape = check_shape(p.get("shape"))
+        warps = power_of_two(p.get("num_warps"), "num_warps", 1, 8)
+        if not 1 <= len(shape) <= 3 or min(shape) < 2 or not max(len(shape), 5) <= prod(shape).bit_length() - 1 <= 12:
+            raise ValueError("1-3 dims of at least 2, 2^5 to 2^12 elements")
+        if p.get("elem_bits") not in INT_TYPES:
+            raise ValueError(f"elem_bits must be one of {sorted(INT_TYPES)}")
         for key in ("a", "b"):
             layout = LinearLayout.from_dict(p[key])
-            if [s for _, s in layout.out_dims] != list(p["shape"]) or not layout.is_surjective():
+            if [s for _, s in layout.out_dims] != list(shape) or not layout.is_surjective():
                 raise ValueError(f"layout {key} does not cover the shape {p['shape']}")
+            check_layout_kind(layout, "distributed")
+            sizes = dict(layout.in_sizes)
+            if sizes.get("lane") != 32 or sizes.get("warp") != warps:
+                raise ValueError(f"layout {key} must span 32 lanes and the kernel's {warps} warps")
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """A dim halved in A and B at once, fewer warps in both, a register basis dropped, a narrower element."""
+        p = case.params
+        for a, b in joint_out_dim_halvings([p["a"], p["b"]]):
+            yield replaced(p, a=a, b=b, shape=[s for _, s in a["out_dims"]])
+        warps = dict(LinearLayout.from_dict(p["a"]).in_sizes).get("warp", 1)
+        for i in reversed(range(warps.bit_length() - 1)):
+            yield replaced(p, a=drop_basis(p["a"], "warp", i), b=drop_basis(p["b"], "warp", i), num_warps=p["num_warps"] // 2)
+        for key in ("a", "b"):
+            registers = len(dict(LinearLayout.from_dict(p[key]).in_dims).get("register", ()))
+            for i in reversed(range(registers)):
+                yield replaced(p, **{key: drop_basis(p[key], "register", i)})
+        if p["elem_bits"] > 8:
+            yield replaced(p, elem_bits=p["elem_bits"] // 2)
 
     def family(self, case: Case) -> str:
         p = case.params
@@ -160,6 +189,17 @@ class TritonConvertLayout(GluonKernelTarget):
             "holders_a": holders(LinearLayout.from_dict(p["a"]), p["shape"]),
             "holders_b": holders(LinearLayout.from_dict(p["b"]), p["shape"]),
         }
+
+    def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        """Which of the conversion's promises broke, whatever the side or element: a wrong holder
+        (the layout), wrong data (the values moved), or both."""
+        verdict = super().compare_results(case, expected, observed)
+        if verdict.ok:
+            return verdict
+        kinds = [k for k, broken in (("wrong holder", expected["holders_a"] != observed.get("holders_a")
+                                      or expected["holders_b"] != observed.get("holders_b")),
+                                     ("wrong data", observed.get("data_mismatches", 0) != 0)) if broken]
+        return Comparison(False, verdict.mismatch_count, verdict.mismatches, ", ".join(kinds) or verdict.signature, verdict.note)
 
     def run(self, case: Case) -> Any:
         import torch

@@ -17,6 +17,7 @@ from oracles import wgmma
 from oracles.tma import SwizzleMode, TiledBox
 
 REQUIRED_SCORE = 0.95
+MAX_BUCKETS = 2  # a planted fault may land in at most this many root causes
 
 
 # ---- evidence: counts of records the (possibly mutated) oracles get wrong ------------------------
@@ -227,3 +228,88 @@ def run(mutants: tuple[Mutant, ...] | None = None) -> Iterator[Verdict]:
             except Exception as exc:  # the mutated oracle fails loudly on recorded cases: caught too
                 how = f"raised {type(exc).__name__}"
         yield Verdict(mutant, how != "missed", how, time.perf_counter() - start)
+
+
+# ---- spread: how many buckets each planted fault lands in, and how small its reduced case gets ------
+
+# evidence -> the target whose comparison and shrinks apply, and its recorded cases' params
+EVIDENCE_TARGETS: dict[str, tuple[str, Callable[[], list[dict]]]] = {
+    "hw.tma": ("tma.swizzle", lambda: [c["params"] for c in truth.HW_TMA["cases"] if "sha256" in c]),
+    "hw.wgmma": ("wgmma.descriptor", lambda: [c["params"] for c in truth.HW_WGMMA["cases"] + truth.HW_WGMMA_TYPES["cases"]]),
+    "hw.convert": ("triton.convert_layout", lambda: [c["params"] for c in truth.HW_CONVERT["cases"]]),
+}
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A planted fault seen as a campaign would see it: its divergences, their buckets (root causes),
+    and the size of its reduced case (characters of canonical JSON params) against the original's."""
+
+    mutant: Mutant
+    divergences: int
+    buckets: tuple[str, ...]  # the root-cause signatures
+    original_chars: int | None
+    reduced_chars: int | None
+
+
+class _Inline:
+    """The reducer's runner, in this process: the mutated oracle is "expected", the unmutated one
+    (which reproduces every recorded hardware observation, ``baseline()``) stands in for the hardware."""
+
+    jobs = 1
+
+    def __init__(self, target, mutant: Mutant) -> None:
+        self.target, self.mutant, self.done = target, mutant, []
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.done)
+
+    def submit(self, spec, case, family) -> None:
+        self.done.append(divergence(self.target, self.mutant, case, family))
+
+    def results(self, wait_s=None):
+        out, self.done = self.done, []
+        return out
+
+
+def divergence(target, mutant: Mutant, case, family: str = ""):
+    """The outcome of ``case`` with the fault planted in the oracle, against the hardware's answer."""
+    from harness.runner import Result
+    from harness.target import Outcome
+
+    observed = target.expected(case)
+    try:
+        with mutant.plant():
+            expected = target.expected(case)
+    except Exception as exc:  # the mutated oracle fails loudly: an error of the harness
+        return Result(case, family, Outcome.ERROR, f"exception in the oracle:\n{type(exc).__name__}: {exc}")
+    verdict = target.compare(case, expected, observed)
+    return Result(case, family, Outcome.PASS if verdict.ok else Outcome.DIVERGE, signature=verdict.signature)
+
+
+def spread(mutant: Mutant, max_tries: int = 60, records: int = 150) -> Spread:
+    """The first ``records`` recorded cases of the mutant's evidence run as a campaign would: bucketed
+    by root cause, the first failing one reduced. Table evidence (seed 004) has no cases: None."""
+    from generators.case import Case
+    from harness import registry
+    from harness.reduce import reduce_case
+    from harness.signatures import root_cause
+
+    if mutant.evidence not in EVIDENCE_TARGETS:
+        return Spread(mutant, 0, (), None, None)
+    name, params = EVIDENCE_TARGETS[mutant.evidence]
+    target = registry.load(name)
+    signatures: dict[str, int] = {}
+    first = None
+    for index, p in enumerate(params()[:records]):
+        case = Case(target.name, 0, index, p)
+        result = divergence(target, mutant, case)
+        if result.outcome.value != "pass":
+            signatures[root_cause(result)] = signatures.get(root_cause(result), 0) + 1
+            first = first or case
+    if first is None:
+        return Spread(mutant, 0, (), None, None)
+    done = reduce_case(name, target, first, _Inline(target, mutant), max_tries)
+    reduced = len(done.reduced.params_json) if done else None
+    return Spread(mutant, sum(signatures.values()), tuple(sorted(signatures)), len(first.params_json), reduced)
