@@ -74,6 +74,50 @@ def expected_window(box: TiledBox, window: int) -> np.ndarray:
     return out
 
 
+def encode_tensor_map(params: TensorMapParams, address: int) -> np.ndarray:
+    """The 128-byte tensor map of ``params`` over global memory at ``address``, as 16 uint64 words."""
+    from cuda.bindings import driver
+
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        driver.CUtensorMapDataType(params.data_type), params.rank, address,
+        [driver.cuuint64_t(d) for d in params.global_dims],
+        [driver.cuuint64_t(s) for s in params.global_strides],
+        [driver.cuuint32_t(b) for b in params.box_dims],
+        [driver.cuuint32_t(s) for s in params.element_strides],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle(params.swizzle),
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled: {err.name}")
+    return np.array([int(w) for w in tmap.opaque], dtype=np.uint64)
+
+
+def stored_pattern(size: int) -> np.ndarray:
+    """The bytes the raw store kernel writes from shared memory (byte i = 13 i + 1)."""
+    return ((13 * np.arange(size) + 1) & 0xFF).astype(np.uint8)
+
+
+class TmaStoreRunner(KernelRunner):
+    """The raw TMA store (``tma_store`` in gpu/kernels/tma_copy.cu): one box from shared memory to a
+    global tensor, no compiler in between, to replay a store finding one layer below Triton."""
+
+    def __init__(self) -> None:
+        super().__init__("tma_copy.cu", "tma_store")
+
+    def store(self, params: TensorMapParams, coords: tuple[int, ...], fill: int) -> np.ndarray:
+        """The global tensor's bytes (first filled with ``fill``) after storing the box at ``coords``
+        (innermost first)."""
+        torch = self.torch
+        dst = torch.full((params.global_bytes,), fill, dtype=torch.uint8, device="cuda")
+        tmap = torch.from_numpy(encode_tensor_map(params, dst.data_ptr())).cuda()
+        box_bytes = int(np.prod(params.box_dims)) * _element_bytes(params.data_type)
+        padded = [*coords, *[0] * (5 - len(coords))]
+        self.launch(1, box_bytes + 2048, tmap, np.int32(params.rank), *(np.int32(c) for c in padded), np.int32(box_bytes))
+        return dst.cpu().numpy()
+
+
 class TmaRunner(KernelRunner):
     """Compiles the copy kernel once and runs batches of boxes on the current CUDA device."""
 
@@ -81,23 +125,7 @@ class TmaRunner(KernelRunner):
         super().__init__("tma_copy.cu", "tma_copy")
 
     def encode(self, params: TensorMapParams, address: int) -> np.ndarray:
-        """The 128-byte tensor map as 16 uint64 words."""
-        from cuda.bindings import driver
-
-        err, tmap = driver.cuTensorMapEncodeTiled(
-            driver.CUtensorMapDataType(params.data_type), params.rank, address,
-            [driver.cuuint64_t(d) for d in params.global_dims],
-            [driver.cuuint64_t(s) for s in params.global_strides],
-            [driver.cuuint32_t(b) for b in params.box_dims],
-            [driver.cuuint32_t(s) for s in params.element_strides],
-            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            driver.CUtensorMapSwizzle(params.swizzle),
-            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )
-        if err != driver.CUresult.CUDA_SUCCESS:
-            raise RuntimeError(f"cuTensorMapEncodeTiled: {err.name}")
-        return np.array([int(w) for w in tmap.opaque], dtype=np.uint64)
+        return encode_tensor_map(params, address)
 
     def run(self, boxes: list[TiledBox], window: int, coord: int = 0) -> list[np.ndarray | str]:
         """Each box's shared-memory window after the copy from (coord, ..., coord), or the CUDA

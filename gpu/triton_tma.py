@@ -5,6 +5,7 @@ byte for byte against the 5.5.7 oracle (``oracles.tma``), and the same boxes thr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from math import prod
 from typing import Any
 
@@ -19,9 +20,9 @@ from harness.target import Attribution
 from oracles.tma import block_boxes
 
 INT_TYPES = {8: "int8", 16: "int16", 32: "int32"}
-GRANULE_EVIDENCE = ("a raw TMA store (cuda.core and cuTensorMapEncodeTiled, no Triton) on an H100 writes the same whole "
-                    "16-byte granule past an innermost bound that is not a multiple of 16 bytes; Triton issue #11583 "
-                    "and docs PR #11893 describe it as the hardware's")
+GRANULE_EVIDENCE = ("replayed one layer down in the same case: the raw TMA store (gpu/kernels/tma_copy.cu, cuda.core and "
+                    "cuTensorMapEncodeTiled, no Triton) of the same box writes the same 16-byte granule past the bound; "
+                    "Triton issue #11583 and docs PR #11893 describe it as the hardware's")
 TRAP_EVIDENCE = ("a raw TMA store at a negative coordinate, and a raw copy at a misaligned innermost coordinate, trap an H100 "
                  "the same way (CUDA_ERROR_ILLEGAL_INSTRUCTION) without Triton; PTX states neither")
 SENTINEL = 0x5A  # global bytes the TMA store must leave alone
@@ -41,6 +42,37 @@ def first_box(p: Mapping[str, Any]):
     """The first of the tiled boxes the block is copied in (all share its swizzle and dims)."""
     (_, box), *_ = block_boxes(p["block"], p["elem_bits"] // 8, p["swizzle"])
     return box
+
+
+@cache
+def _store_runner():
+    from gpu.tma import TmaStoreRunner
+
+    return TmaStoreRunner()
+
+
+def raw_store_past_bound(p: Mapping[str, Any]) -> bool | None:
+    """Whether the raw TMA store (no Triton) of the block's box that reaches the innermost bound
+    writes past that bound; None where no box reaches an unaligned bound, or a coordinate is
+    negative (a store there traps: a finding of its own)."""
+    from gpu.tma import DTYPE_BY_BYTES, TensorMapParams
+
+    e = p["elem_bits"] // 8
+    shape, coord, pitch = p["global_shape"], p["coord"], padded_shape(p)
+    if min(coord) < 0 or shape[-1] * e % 16 == 0:
+        return None
+    column, box = max(block_boxes(p["block"], e, p["swizzle"]), key=lambda cb: cb[0])
+    if coord[-1] + column + box.box_dims[0] <= shape[-1]:
+        return None
+    strides, stride = [], pitch[-1] * e
+    for d in reversed(shape[:-1]):
+        strides.append(stride)
+        stride *= d
+    params = TensorMapParams(DTYPE_BY_BYTES[e], len(shape), tuple(reversed(shape)), tuple(strides), tuple(box.box_dims),
+                             tuple(box.element_strides), box.swizzle.spec.cuda)
+    out = _store_runner().store(params, (coord[-1] + column, *reversed(coord[:-1])), SENTINEL).view(f"<u{e}")
+    past = out.reshape(-1, pitch[-1])[:, shape[-1]:]
+    return bool((past != int.from_bytes(bytes([SENTINEL]) * e, "little")).any())
 
 
 def block_data(case: Case) -> tuple[np.ndarray, np.ndarray]:
@@ -124,16 +156,6 @@ class TritonTma(GluonKernelTarget):
         p = case.params
         return f"{p.get('swizzle', '?')}B:{p.get('elem_bits', '?')}b"
 
-    def attribute(self, outcome: str, signature: str) -> Attribution | None:
-        """The two TMA behaviours that replay without Triton are the hardware's."""
-        if outcome == "diverge" and signature == "store:granule-past-inner-bound":
-            return Attribution("hardware", "the TMA unit (tiled store)", GRANULE_EVIDENCE)
-        if outcome == "crash" and "illegal instruction" in signature.lower():
-            return Attribution("hardware", "the TMA unit (negative or misaligned coordinates)", TRAP_EVIDENCE)
-        if signature == "driver":
-            return Attribution("hardware", "the TMA unit (raw load)", "the raw tma.swizzle driver disagrees on the same box")
-        return None
-
     def tensor_maps(self, p: Mapping[str, Any]) -> list[dict[str, Any]]:
         """What Triton should encode: the swizzle mode and the box of each TMA copy."""
         box = first_box(p)
@@ -181,9 +203,13 @@ class TritonTma(GluonKernelTarget):
         (window,) = _tma_runner().run([box], WINDOW)
         wrong = -1 if isinstance(window, str) else int((window != expected_window(box, WINDOW)).sum())
         return {"tensor_maps": maps, "load": raw.cpu().view(torch.uint8).numpy().tobytes().hex(),
-                "store": dst.cpu().view(torch.uint8).numpy().tobytes().hex(), "driver_bytes_wrong": wrong}
+                "store": dst.cpu().view(torch.uint8).numpy().tobytes().hex(), "driver_bytes_wrong": wrong,
+                "raw_store_past_bound": raw_store_past_bound(p)}
 
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        """The tensor maps, then the load and the store byte for byte; a store that only wrote the
+        granule past the innermost bound is told apart by what the raw TMA store (no Triton) did on
+        the same box: ``store:granule-past-inner-bound`` when it did the same, else ``..., Triton only``."""
         if observed["tensor_maps"] != expected["tensor_maps"]:
             return Comparison(False, 1, (f"tensor maps: expected {expected['tensor_maps']} got {observed['tensor_maps']}",),
                               "tensor-map", "Triton encoded another swizzle or box than the NVMMA layout implies")
@@ -191,12 +217,24 @@ class TritonTma(GluonKernelTarget):
             verdict = compare_windows(bytes.fromhex(expected[part]), bytes.fromhex(observed[part]), 0 if part == "load" else SENTINEL)
             if not verdict.ok:
                 where = "granule-past-inner-bound" if part == "store" and self.only_past_bound(case.params, expected, observed) else verdict.signature
+                if where == "granule-past-inner-bound" and observed.get("raw_store_past_bound") is not True:
+                    where += ", Triton only" if observed.get("raw_store_past_bound") is False else ", not replayed"
                 return Comparison(False, verdict.mismatch_count, verdict.mismatches, f"{part}:{where}",
                                   f"TMA {part}: {verdict.note}" + (" (all in the 16-byte granule past the innermost bound)" if where == "granule-past-inner-bound" else ""))
         if observed["driver_bytes_wrong"] != 0:
             return Comparison(False, 1, (f"raw driver: {observed['driver_bytes_wrong']} bytes wrong",), "driver",
                               "the raw tma.swizzle driver disagrees with the oracle on this box")
         return Comparison(True)
+
+    def attribute(self, outcome: str, signature: str) -> Attribution | None:
+        """The two TMA behaviours that replay without Triton are the hardware's."""
+        if outcome == "diverge" and signature == "store:granule-past-inner-bound":
+            return Attribution("hardware", "the TMA unit (tiled store)", GRANULE_EVIDENCE)
+        if outcome == "crash" and "illegal instruction" in signature.lower():
+            return Attribution("hardware", "the TMA unit (negative or misaligned coordinates)", TRAP_EVIDENCE)
+        if signature == "driver":
+            return Attribution("hardware", "the TMA unit (raw load)", "the raw tma.swizzle driver disagrees on the same box")
+        return None
 
     @staticmethod
     def only_past_bound(p: Mapping[str, Any], expected: Mapping[str, Any], observed: Mapping[str, Any]) -> bool:

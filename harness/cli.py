@@ -28,7 +28,7 @@ from reports.buckets import bucket_table, diff_buckets
 from reports.junit import junit_xml
 from reports.ledger import DEFAULT_LEDGER
 from reports.store import write_atomically
-from reports.tables import FORMATS, pass_rate_table, render
+from reports.tables import FORMATS, for_terminal, pass_rate_table, render
 
 
 def parse_duration(text: str) -> float:
@@ -64,7 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.baseline:  # a wrong baseline is an input error, found before the campaign runs
         open_store(args.baseline).close()
     campaign = run_campaign(args)
-    print(render(campaign.table, args.format))
+    print(for_terminal(campaign.table, args.format))
     buckets = campaign.buckets
     if not buckets.empty:
         print(f"\n{len(buckets)} distinct problem(s) in {int(buckets['cases'].sum())} cases (buckets.md):")
@@ -179,7 +179,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
 
 def cmd_table(args: argparse.Namespace) -> int:
     table = pass_rate_table(open_store(args.out).frame())
-    print(render(table, args.format))
+    print(for_terminal(table, args.format))
     return 0
 
 

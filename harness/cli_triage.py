@@ -20,7 +20,7 @@ from reports.attribution import attribute
 from reports.buckets import bucket_table, diff_buckets
 from reports.junit import junit_xml
 from reports.store import DB_NAME, write_atomically
-from reports.tables import render
+from reports.tables import for_terminal, render
 from reports.triage import FAILING, Triage, TriageError
 
 
@@ -50,7 +50,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     print(f"layoutfuzz nightly: {out} (root {args.root}, ledger {args.known})", file=sys.stderr)
     result = run_night(args, night, out, run_args)
     campaign, table = result.campaign, result.verdicts
-    print(render(campaign.table, "md"))
+    print(for_terminal(campaign.table, "md"))
     failing = result.failing
     if not table.empty:
         counts = table["status"].str.split(":").str[0].value_counts()
@@ -229,7 +229,7 @@ def add_known_parser(sub) -> None:
                                "looked up in --out or the nightly --root) in the ledger; an existing entry is updated.")
     add.add_argument("bucket", metavar="BUCKET")
     add.add_argument("--title", help="one line: what goes wrong (needed for a new entry)")
-    add.add_argument("--status", choices=ledger_file.STATUSES, help="default: open upstream")
+    add.add_argument("--status", choices=ledger_file.STATUSES, help="default: unreported")
     add.add_argument("--attribution", choices=PARTIES, help="who is responsible (default: system under test)")
     add.add_argument("--layer", help="which layer, e.g. \"Triton's TMA descriptor encoding\"")
     add.add_argument("--link", help="the upstream issue or pull request")

@@ -137,7 +137,7 @@ def run_night(args: argparse.Namespace, night: str, out: Path, run_args: argpars
         names = [t.strip() for t in (args.targets or "").split(",") if t.strip()]
         targets = [(spec, load_target(spec)) for spec in target_specs(names)]
         timeout = args.timeout if args.timeout is not None else 30.0
-        replays = replay_open(triage, night, targets, args.jobs, timeout) if args.shard.index == 1 else {}
+        replays = replay_open(triage, night, targets, args.jobs, timeout)
         campaign = run_campaign(run_args)
         by_name = {t.name: t for _, t in campaign.targets}
         versions = {name: system_version(t) for name, t in by_name.items()}

@@ -17,7 +17,8 @@ from reports.report import bucket_of
 from reports.store import write_atomically
 
 DEFAULT_LEDGER = "layoutfuzz-known.toml"
-STATUSES = ("open upstream", "expected behaviour", "hardware behaviour", "specification", "fixed", "harness bug")
+STATUSES = ("unreported", "open upstream", "fixed upstream", "expected behaviour", "hardware behaviour", "specification",
+            "harness bug")
 
 
 class LedgerError(ValueError):
@@ -32,7 +33,7 @@ class KnownProblem:
     outcome: str
     signature: str
     title: str
-    status: str = "open upstream"
+    status: str = "unreported"
     attribution: str = "system under test"  # one of harness.target.PARTIES
     layer: str = ""
     link: str = ""

@@ -147,10 +147,11 @@ def _bank_figure(report: dict[str, Any]):
     per_bank = [len({int(w) for w in np.unique(words) if w % BANKS == b}) for b in range(BANKS)]
     fig, ax = plt.subplots(figsize=(9, 0.25 * lanes + 1.8))
     ax.imshow(np.ma.masked_invalid(grid), cmap="Greys", aspect="auto", interpolation="nearest", vmin=-1)
-    for b, n in enumerate(per_bank):
-        if n > 1:
-            ax.axvspan(b - 0.5, b + 0.5, color="red", alpha=0.3)
-    ax.set_xlabel("bank (4-byte word mod 32); red: two or more different words (a conflict)")
+    conflicted = {b for b, n in enumerate(per_bank) if n > 1}
+    hits = [(lane, int(w) % BANKS) for lane in range(lanes) for w in words[lane] if int(w) % BANKS in conflicted]
+    if hits:
+        ax.scatter([b for _, b in hits], [lane for lane, _ in hits], marker="s", color="red", s=30)
+    ax.set_xlabel("bank (4-byte word mod 32); red: lanes asking a bank for two or more different words (a conflict)")
     ax.set_ylabel(f"lane (from lane {first_lane})")
     expected, observed = report.get("expected") or {}, report.get("observed") or {}
     ax.set_title(f"{report['case_id']}: the busiest transaction; exact {expected.get('bank_conflicts')} conflict(s), "

@@ -52,6 +52,7 @@ def write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; readers expect the user's umask (0644)
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
             handle.flush()
@@ -60,6 +61,12 @@ def write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 class Store:

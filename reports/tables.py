@@ -60,6 +60,19 @@ def render(table: pd.DataFrame, fmt: str) -> str:
     raise ValueError(f"unknown table format {fmt!r}; formats: {', '.join(FORMATS)}")
 
 
+def for_terminal(table: pd.DataFrame, fmt: str) -> str:
+    """The pass-rate table as a terminal shows it: the outcome counts for every target, then each
+    target's own metric columns (PTX counts, ...) in a table of its own, so no line carries columns
+    that only one target fills. Files (``write_tables``) keep the whole table."""
+    metrics = [c for c in table.columns if str(c).startswith("mean ")]
+    parts = [render(table.drop(columns=metrics), fmt)]
+    for target, rows in table.groupby("target", sort=True) if metrics else ():
+        own = [c for c in metrics if rows[c].notna().any()]
+        if own:
+            parts.append(f"\n{target}: per-case metrics (means)\n" + render(rows[["target", "family", *own]], fmt))
+    return "\n".join(parts)
+
+
 def write_tables(table: pd.DataFrame, directory: Path) -> list[Path]:
     """Writes ``table.md``, ``table.csv`` and ``table.html`` into ``directory``."""
     paths = []

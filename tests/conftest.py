@@ -5,6 +5,11 @@ from __future__ import annotations
 import functools
 
 import pytest
+from hypothesis import settings
+
+# Property tests check properties, not speed: a wall-clock deadline only makes them flaky under load (issue 19).
+settings.register_profile("layoutfuzz", deadline=None)
+settings.load_profile("layoutfuzz")
 
 
 @functools.cache

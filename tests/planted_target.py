@@ -44,3 +44,17 @@ class PlantedTarget(Target):
         if expected == observed:
             return Comparison(True)
         return Comparison(False, 1, (f"expected {expected}, observed {observed}",), "register bit 2 dropped")
+
+
+from harness.targets.triton_bank_conflicts import TritonBankConflicts  # noqa: E402
+
+
+class PlantedBankConflicts(TritonBankConflicts):
+    """``triton.bank_conflicts`` itself, until ``PLANTED_NEW`` plants a fault in its oracle: one more
+    conflict (and a larger Lemma 9.4 c) for 64-bit elements, a root cause no night has seen."""
+
+    def expected(self, case):
+        out = super().expected(case)
+        if os.environ.get("PLANTED_NEW") and case.params["elem_bits"] == 64:
+            out = {**out, "bank_conflicts": out["bank_conflicts"] + 1, "lemma_c": out["lemma_c"] + 1}
+        return out

@@ -128,3 +128,43 @@ def test_raw_copy_from_a_misaligned_inner_coordinate_traps():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode != 0 and "ILLEGAL_INSTRUCTION" in done.stderr
+
+
+def _store_params(inner: int, row_stride_elems: int, rows: int, box: tuple[int, int]):
+    from gpu.tma import DTYPE_BY_BYTES, TensorMapParams
+
+    return TensorMapParams(DTYPE_BY_BYTES[4], 2, (inner, rows), (row_stride_elems * 4,), box, (1, 1), 0)
+
+
+@pytest.mark.gpu
+def test_raw_store_writes_the_whole_granule_past_an_unaligned_inner_bound():
+    # docs/findings.md, one layer below Triton: int32 rows of 21 elements (84 bytes) padded to 32;
+    # an 8-element box at x = 16 covers 16..23: 16..20 are in bounds, 21..23 lie past the bound but
+    # inside the 16-byte granule [80, 96) that holds it; 24..31 lie beyond that granule
+    from gpu.tma import TmaStoreRunner, stored_pattern
+
+    params = _store_params(21, 32, 2, (8, 1))
+    out = TmaStoreRunner().store(params, (16, 0), 0x5A).view("<u4").reshape(2, 32)
+    pattern = stored_pattern(32).view("<u4")
+    assert (out[0, 16:21] == pattern[:5]).all()  # the in-bound elements
+    assert (out[0, 24:] == 0x5A5A5A5A).all() and (out[1] == 0x5A5A5A5A).all()  # nothing beyond the granule
+    assert (out[0, 21:24] == pattern[5:8]).all()  # the hardware writes the rest of the granule: the finding
+
+
+@pytest.mark.gpu
+def test_raw_store_at_a_negative_coordinate_traps():
+    # docs/findings.md: without Triton, a TMA store whose box starts at x = -4 (int32, 16-byte aligned)
+    # ends in an illegal instruction, as Triton's kernels did; a load there zero-fills (above)
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "from gpu.tma import DTYPE_BY_BYTES, TensorMapParams, TmaStoreRunner\n"
+        "p = TensorMapParams(DTYPE_BY_BYTES[4], 2, (16, 4), (64,), (8, 1), (1, 1), 0)\n"
+        "TmaStoreRunner().store(p, (-4, 0), 0x5A)\n"
+        "print('no trap')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode != 0 and "ILLEGAL_INSTRUCTION" in done.stderr, done.stdout + done.stderr[-2000:]

@@ -165,10 +165,14 @@ def test_a_tma_store_past_the_bound_is_classified():
     expected = target.expected(case)
     store = bytearray(bytes.fromhex(expected["store"]))
     store[5 * 4:6 * 4] = b"\1\2\3\4"  # element (0, 5): past the bound 5, inside the granule [4, 8)
-    observed = {**expected, "store": store.hex()}
+    observed = {**expected, "store": store.hex(), "raw_store_past_bound": True}  # the raw store (no Triton) did the same
     assert target.compare(case, expected, observed).signature == "store:granule-past-inner-bound"
+    alone = {**observed, "raw_store_past_bound": False}
+    assert target.compare(case, expected, alone).signature == "store:granule-past-inner-bound, Triton only"
+    assert target.attribute("diverge", "store:granule-past-inner-bound").party == "hardware"
+    assert target.attribute("diverge", "store:granule-past-inner-bound, Triton only") is None  # then: Triton's
     store[0] ^= 1  # and one wrong element inside the bound
-    assert target.compare(case, expected, {**expected, "store": store.hex()}).signature == "store:wrong data"
+    assert target.compare(case, expected, {**expected, "store": store.hex()}).signature == "store:misplaced data"
 
 
 def test_triton_encodes_the_tensor_maps_the_oracle_predicts():

@@ -65,3 +65,38 @@ def test_html_report_opens_offline_with_one_picture_per_bucket(tmp_path):
     images = re.findall(r"src='data:image/png;base64,([^']+)'", page)  # the divergence is drawn
     assert len(images) == 1 and _image(base64.b64decode(images[0])).shape[0] > 100
     assert page.count("<pre>") == 3 and "SIGABRT" in page and "SIGSEGV" in page  # crashes and the hang: their text
+
+
+def _bank_report(params, exact, triton):
+    return {"target": "triton.bank_conflicts", "case_id": "triton.bank_conflicts/0/0", "outcome": "diverge",
+            "case": {"target": "triton.bank_conflicts", "seed": 0, "index": 0, "params": params}, "first_mismatches": [],
+            "expected": {"bank_conflicts": exact, "lemma_c": 1, "vector": 1}, "observed": {"bank_conflicts": triton}}
+
+
+def test_bank_picture_marks_the_conflicting_lanes_in_red_and_only_when_there_is_a_conflict():
+    from oracles import triton_layouts as tl
+    from reports.pictures import picture
+
+    blocked = tl.to_dict(tl.BlockedLayout((1, 1), (1, 32), (1, 1), (1, 0)))
+    # 32 lanes along a row of 32-bit words: one word per bank, no conflict
+    clean = {"shared_kind": "swizzled_shared", "elem_bits": 32, "shape": [8, 32], "distributed": blocked,
+             "shared": tl.to_dict(tl.SwizzledSharedLayout(1, 1, 1, (1, 0)))}
+    assert _red_pixels(picture(_bank_report(clean, 0, 0))) == 0
+    # 32 lanes down a column of a 32-word-wide unswizzled tile: every lane in bank 0, 32 different words
+    column = dict(clean, distributed=tl.to_dict(tl.BlockedLayout((1, 1), (32, 1), (1, 1), (1, 0))), shape=[32, 32])
+    assert _red_pixels(picture(_bank_report(column, 31, 0))) > 0
+
+
+def test_layout_picture_marks_elements_held_by_another_thread():
+    from oracles import triton_layouts as tl
+    from reports.pictures import picture
+
+    layout = tl.BlockedLayout((1, 1), (4, 8), (1, 1), (1, 0))
+    bases = {n: [list(b) for b in bs] for n, bs in layout.linear_layout([8, 8]).in_dims}
+    report = {"target": "triton.layouts", "case_id": "triton.layouts/0/0", "outcome": "diverge", "first_mismatches": [],
+              "case": {"target": "triton.layouts", "seed": 0, "index": 0,
+                       "params": {"kind": "blocked", "layout": tl.to_dict(layout), "shape": [8, 8]}},
+              "expected": bases, "observed": bases}
+    assert _red_pixels(picture(report)) == 0
+    swapped = {**bases, "lane": [bases["lane"][1], bases["lane"][0], *bases["lane"][2:]]}
+    assert _red_pixels(picture({**report, "observed": swapped})) > 0

@@ -43,3 +43,17 @@ def test_run_reduce_reduces_each_buckets_representative(tmp_path):
     assert reduced == [f"test.crashy-0-{i}.reduced.json" for i in (1, 2, 3, 4)]
     listed = layoutfuzz("buckets", "--out", "out", "--format", "csv", cwd=tmp_path)
     assert listed.returncode == 0 and "reports/test.crashy-0-4.reduced.json" in listed.stdout
+
+
+def test_reduce_of_a_case_id_saves_beside_the_campaign_and_never_into_the_working_directory(tmp_path):
+    # issue 19: `reduce TARGET/SEED/INDEX --out DIR` crashed after writing, and reductions landed in the cwd
+    run = layoutfuzz("run", "--target", CRASHY, "--cases", "5", "--timeout", "2", "--jobs", "2", "-q", "--out", "out",
+                     cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    done = layoutfuzz("reduce", "test.crashy/0/4", "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not list(tmp_path.glob("*.reduced.json"))
+    report = json.loads((tmp_path / "out" / "reports" / "test.crashy-0-4.json").read_text())
+    assert report["reduced_case"]["params"] == {"value": 0} and report["reduced_fixpoint"] is True
+    assert (tmp_path / "out" / "reports" / "test.crashy-0-4.reduced.json").exists()
+    assert "layoutfuzz reproduce out/reports/test.crashy-0-4.reduced.json" in report["reduced_replay"]

@@ -30,3 +30,17 @@ def test_crashes_with_the_same_message_share_a_bucket():
     two = crash(2, "killed by SIGABRT\nfoo.cpp:975: Assertion `c < 31' failed.")
     other = crash(3, "killed by SIGSEGV")
     assert bucket_key(one) == bucket_key(two) != bucket_key(other)
+
+
+def test_atomic_writes_follow_the_umask_not_mkstemps_0600(tmp_path):
+    # issue 19: tables, reports and HTML were 0600 while the database was 0644
+    import os
+
+    from reports.store import write_atomically
+
+    old = os.umask(0o022)
+    try:
+        write_atomically(tmp_path / "t.md", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "t.md").stat().st_mode & 0o777 == 0o644

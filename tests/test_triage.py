@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -168,3 +169,28 @@ def test_every_reduced_case_of_a_campaign_is_a_valid_input(tmp_path):
         load(case.target).validate(case)  # raises if the reducer left the generators' domain
         report = json.loads(path.with_name(path.name.replace(".reduced", "")).read_text())
         assert report["reduced_fixpoint"] is True and len(case.params_json) <= len(json.dumps(report["case"]["params"]))
+
+
+CASES = Path(__file__).resolve().parent.parent / "docs" / "results" / "cases"
+CPU_FINDINGS = ("linear-layout-invert-and-compose-abort.json", "layouts-shared-abort.json",
+                "bank-conflicts-reshapeins-abort.json", "bank-conflicts-under-count.json")
+
+
+@pytest.mark.parametrize("name", CPU_FINDINGS)
+def test_the_shipped_ledger_knows_each_cpu_finding_by_its_root_cause(name):
+    # the reduced case of each finding of docs/findings.md, replayed now, lands in a bucket the ledger holds
+    pytest.importorskip("triton")
+    from generators.case import Case
+    from harness.registry import load, resolve
+    from harness.runner import Runner
+    from reports.report import bucket_key
+
+    case = Case.from_dict(json.loads((CASES / name).read_text()))
+    target = load(case.target)
+    target.validate(case)
+    with Runner(jobs=1, timeout_s=120) as runner:
+        runner.submit(resolve(case.target), case, target.family(case))
+        (result,) = runner.results()
+    assert result.outcome in (Outcome.CRASH, Outcome.DIVERGE), result.detail
+    known = ledger.load(Path(__file__).resolve().parent.parent / "layoutfuzz-known.toml")
+    assert bucket_key(result) in known, root_cause(result)

@@ -71,3 +71,44 @@ extern "C" __global__ void tma_copy(const unsigned long long* __restrict__ tenso
   unsigned char* dump = out + static_cast<unsigned long long>(blockIdx.x) * window;
   for (int i = threadIdx.x; i < window; i += blockDim.x) dump[i] = base[i];
 }
+
+// One raw TMA tiled *store* (no Triton): shared memory holds a known pattern (byte i = 13 i + 1), which
+// cp.async.bulk.tensor writes to the tensor map's global tensor at (c0, ..., c4); what lands in global
+// memory, and where, is the hardware's answer (the granule past an unaligned bound, negative starts).
+extern "C" __global__ void tma_store(const unsigned long long* __restrict__ tensor_map, int rank, int c0, int c1, int c2,
+                                     int c3, int c4, int bytes) {
+  extern __shared__ unsigned char raw[];
+  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw) + 1023ull) & ~1023ull);
+  for (int i = threadIdx.x; i < bytes; i += blockDim.x) base[i] = static_cast<unsigned char>(13 * i + 1);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the pattern before the copy engine reads it
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tensor_map) : "memory");
+    const unsigned src = smem_u32(base);
+    switch (rank) {
+      case 1:
+        asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];"
+                     ::"l"(tensor_map), "r"(src), "r"(c0) : "memory");
+        break;
+      case 2:
+        asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                     ::"l"(tensor_map), "r"(src), "r"(c0), "r"(c1) : "memory");
+        break;
+      case 3:
+        asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];"
+                     ::"l"(tensor_map), "r"(src), "r"(c0), "r"(c1), "r"(c2) : "memory");
+        break;
+      case 4:
+        asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+                     ::"l"(tensor_map), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+        break;
+      default:
+        asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+                     ::"l"(tensor_map), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+        break;
+    }
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  }
+  __syncthreads();
+}
