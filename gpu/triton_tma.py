@@ -61,9 +61,11 @@ def raw_store_past_bound(p: Mapping[str, Any]) -> bool | None:
     shape, coord, pitch = p["global_shape"], p["coord"], padded_shape(p)
     if min(coord) < 0 or shape[-1] * e % 16 == 0:
         return None
-    column, box = max(block_boxes(p["block"], e, p["swizzle"]), key=lambda cb: cb[0])
-    if coord[-1] + column + box.box_dims[0] <= shape[-1]:
+    bound = shape[-1]
+    straddling = [(c, b) for c, b in block_boxes(p["block"], e, p["swizzle"]) if coord[-1] + c < bound < coord[-1] + c + b.box_dims[0]]
+    if not straddling:  # no box holds the bound: nothing written past it to compare
         return None
+    column, box = straddling[0]
     strides, stride = [], pitch[-1] * e
     for d in reversed(shape[:-1]):
         strides.append(stride)

@@ -49,7 +49,7 @@ def replay_open(triage: Triage, night: str, targets: Sequence[tuple[str, Target]
     print(f"re-running the reproducers of {len(causes)} open root cause(s)...", file=sys.stderr)
     buckets_of: dict[str, list[str]] = {}
     replays: dict[str, Replay] = {}
-    with Runner(jobs=jobs, timeout_s=timeout) as runner:
+    with Runner(jobs=min(jobs, len(causes)), timeout_s=timeout) as runner:
         for cause in causes:
             spec, target = runnable[cause.target]
             buckets_of.setdefault(cause.reproducer.to_json(), []).append(cause.bucket)
