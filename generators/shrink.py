@@ -98,6 +98,21 @@ def legacy_shrinks(layout: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
             yield replaced(layout, **{key: value // 2})
 
 
+def narrower_element(params: Mapping[str, Any], layouts: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """``params`` with ``elem_bits`` halved (not below 8) and the legacy layouts under ``layouts``
+    shrunk one step each (a layout that names its element width follows the case's)."""
+    if params["elem_bits"] > 8:
+        narrower = replaced(params, elem_bits=params["elem_bits"] // 2)
+        for key in layouts:
+            if isinstance(narrower.get(key), dict) and "element_bitwidth" in narrower[key]:
+                narrower[key]["element_bitwidth"] = params["elem_bits"] // 2
+        yield narrower
+    for key in layouts:
+        if key in params:
+            for layout in legacy_shrinks(params[key]):
+                yield replaced(params, **{key: layout})
+
+
 def replaced(params: Mapping[str, Any], **changes: Any) -> dict[str, Any]:
     """A copy of ``params`` with some keys replaced."""
     return {**copy.deepcopy(dict(params)), **changes}

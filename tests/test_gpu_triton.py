@@ -319,13 +319,14 @@ def test_wgmma_products_on_the_gpu_are_exact():
 # ---- the reduced divergences of the H100 campaign (docs/results/2026-11-22-triton-gpu-targets-h100.md) ----
 
 CASES = Path(__file__).resolve().parent.parent / "docs" / "results" / "cases"
-TARGETS = {"triton.convert_layout": TritonConvertLayout, "triton.tma": TritonTma, "triton.wgmma": TritonWgmma}
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CASES.glob("*.json")))
 def test_the_reduced_cases_are_valid_cases_of_their_target(name):
+    from harness.registry import load
+
     case = Case.from_dict(json.loads((CASES / name).read_text()))
-    TARGETS[case.target]().validate(case)
+    load(case.target).validate(case)
 
 
 @pytest.mark.gpu

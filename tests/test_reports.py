@@ -44,3 +44,16 @@ def test_atomic_writes_follow_the_umask_not_mkstemps_0600(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "t.md").stat().st_mode & 0o777 == 0o644
+
+
+def test_the_terminal_table_keeps_one_targets_metrics_out_of_every_row():
+    # issue 19: the printed table carried five PTX-count columns that only triton.compile fills
+    import pandas as pd
+
+    from reports.tables import for_terminal
+
+    table = pd.DataFrame({"target": ["a", "b"], "family": ["(all)", "(all)"], "cases": [1, 1], "pass rate %": [100.0, 100.0],
+                          "mean shfl": [None, 2.0]})
+    text = for_terminal(table, "md")
+    main, _, rest = text.partition("\n\n")
+    assert "mean shfl" not in main and "b: per-case metrics" in rest and "| a " not in rest

@@ -17,7 +17,7 @@ from typing import Any
 from generators import legacy_layouts
 from generators.case import Case
 from generators.layouts import memory_layout
-from generators.shrink import halve_out_dim, halved_sizes, legacy_shrinks, replaced
+from generators.shrink import halve_out_dim, halved_sizes, narrower_element, replaced
 from generators.source import Source
 from generators.validity import check_layout_kind, check_legacy, check_shape, legacy_from_params, legacy_kind
 from harness.compare import Comparison
@@ -117,15 +117,7 @@ class TritonBankConflicts(GluonTarget):
                 bases = smaller["bases"][0][1]
                 for i in range(len(bases)):
                     yield replaced(p, shape=[s for _, s in smaller["out_dims"]], offset_bases=bases[:i] + bases[i + 1:])
-        if p["elem_bits"] > 8:
-            narrower = replaced(p, elem_bits=p["elem_bits"] // 2)
-            if p["shared_kind"] == "nvmma_shared":
-                narrower["shared"]["element_bitwidth"] = p["elem_bits"] // 2
-            yield narrower
-        for key in ("distributed", "shared", "other"):
-            if key in p:
-                for layout in legacy_shrinks(p[key]):
-                    yield replaced(p, **{key: layout})
+        yield from narrower_element(p, ("distributed", "shared", "other"))
 
     def family(self, case: Case) -> str:
         return f"{case.params.get('shared_kind', '?')}:{case.params.get('elem_bits', '?')}b"

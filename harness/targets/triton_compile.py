@@ -16,7 +16,7 @@ from typing import Any
 
 from generators import legacy_layouts
 from generators.case import Case
-from generators.shrink import halved_sizes, legacy_shrinks, replaced
+from generators.shrink import halved_sizes, narrower_element, replaced
 from generators.source import Source
 from generators.validity import check_legacy, check_shape, legacy_from_params, legacy_kind, power_of_two
 from harness.capture import stderr_text
@@ -90,15 +90,7 @@ class TritonCompile(GluonTarget):
         p = case.params
         for shape in halved_sizes(p["shape"]):
             yield replaced(p, shape=shape)
-        if p["elem_bits"] > 8:
-            narrower = replaced(p, elem_bits=p["elem_bits"] // 2)
-            if "shared" in p and "element_bitwidth" in p["shared"]:
-                narrower["shared"]["element_bitwidth"] = p["elem_bits"] // 2
-            yield narrower
-        for key in ("a", "b", "shared"):
-            if key in p:
-                for layout in legacy_shrinks(p[key]):
-                    yield replaced(p, **{key: layout})
+        yield from narrower_element(p, ("a", "b", "shared"))
 
     def family(self, case: Case) -> str:
         p = case.params
