@@ -22,7 +22,7 @@ from harness.signatures import root_cause
 from harness.target import OUTCOMES, Outcome, Target
 from reports.buckets import bucket_table
 from reports.report import bounded, bucket_key, build_report, environment_versions
-from reports.store import DB_NAME, Store, StoreError, report_name, write_atomically
+from reports.store import DB_NAME, DirectoryLock, Store, StoreError, report_name, write_atomically
 from reports.tables import pass_rate_table, render, write_tables
 
 if TYPE_CHECKING:
@@ -81,7 +81,21 @@ def open_store(directory: str | Path) -> Store:
 def prepare_store(args: argparse.Namespace) -> tuple[Store, dict[str, Any]]:
     """The store of ``args.out``: resumed, replaced (``--force``) or new, with the campaign's settings."""
     out = Path(args.out)
-    existing = (out / DB_NAME).exists()
+    lock = DirectoryLock(out)  # first: nothing is read or deleted while another run writes here
+    try:
+        lock.acquire()
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        store, meta = _open_campaign(args, out, (out / DB_NAME).exists())
+    except BaseException:
+        lock.release()
+        raise
+    store.lock = lock
+    return store, meta
+
+
+def _open_campaign(args: argparse.Namespace, out: Path, existing: bool) -> tuple[Store, dict[str, Any]]:
     if args.resume:
         if not existing:
             raise UsageError(f"nothing to resume in {out}: no {DB_NAME} there")
@@ -183,7 +197,7 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
             case = make_case(target, seed, first)
             recorder(Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason))
 
-    total = None if cases is None else sum(1 for _ in shard.indices(cases)) * len(runnable)
+    total = None if cases is None else len(range(shard.index - 1, cases, shard.count)) * len(runnable)
     already = sum(1 for (t, s, _) in done if s == seed and t in {x.name for _, x in runnable})
     what = f"{len(runnable)} target(s), seed {seed}, shard {shard}, " + (
         f"{cases} cases" if cases else "no case limit") + (f", budget {budget:g} s" if budget else "")

@@ -40,14 +40,36 @@ def parse_duration(text: str) -> float:
     return h * 3600 + m * 60 + s
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
+MAX_INT = (1 << 63) - 1  # what SQLite stores as an INTEGER
+MAX_JOBS = 1024
+
+
+def parse_positive_duration(text: str) -> float:
+    """A duration that is more than zero (a zero budget or timeout would run forever or never)."""
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return seconds
+
+
+def bounded_int(low: int, high: int, what: str = ""):
+    """An argparse type: an integer in [low, high]."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}{what}: {text!r}")
+        return value
+
+    return parse
+
+
+positive_int = bounded_int(1, MAX_INT)
+job_count = bounded_int(1, MAX_JOBS, " worker processes")
+seed_int = bounded_int(0, MAX_INT)
 
 
 def shard_spec(text: str) -> Shard:
@@ -92,9 +114,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    import sqlite3
+
     from reports.history import HISTORY, pass_rates_over_time
 
-    table = pass_rates_over_time(Path(args.root), args.families)
+    try:
+        table = pass_rates_over_time(Path(args.root), args.families)
+    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+        raise UsageError(f"{Path(args.root) / HISTORY} is not a layoutfuzz history database: {exc}") from None
     if table.empty:
         raise UsageError(f"no nights recorded in {Path(args.root) / HISTORY}: run `layoutfuzz nightly --root {args.root}`")
     print(render(table, args.format))
@@ -216,7 +243,7 @@ def _case_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("case", metavar="CASE")
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory to look case ids up in (default {DEFAULT_OUT})")
     parser.add_argument("--target", metavar="MODULE:ATTR", help="the target, if it is not a built-in or plug-in")
-    parser.add_argument("--timeout", type=parse_duration, default=60.0, metavar="DURATION", help="per-run limit (60s)")
+    parser.add_argument("--timeout", type=parse_positive_duration, default=60.0, metavar="DURATION", help="per-run limit (60s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -234,16 +261,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--targets", metavar="NAMES", help=f"comma-separated target names (default: {DEFAULT_TARGETS}); "
                      "see `layoutfuzz targets`")
     run.add_argument("--target", action="append", metavar="MODULE:ATTR", help="a third-party target (repeatable)")
-    run.add_argument("--seed", type=int, default=0, help="campaign seed; (seed, index) fixes each case (default 0)")
+    run.add_argument("--seed", type=seed_int, default=0, help="campaign seed; (seed, index) fixes each case (default 0)")
     run.add_argument("--cases", type=positive_int, help="cases per target (indices 0..N-1, split by --shard)")
-    run.add_argument("--budget", type=parse_duration, metavar="DURATION",
+    run.add_argument("--budget", type=parse_positive_duration, metavar="DURATION",
                      help=f"stop starting cases after this long, e.g. 60s, 5m (default {DEFAULT_BUDGET_S:g}s "
                      "unless --cases is given)")
     run.add_argument("--shard", type=shard_spec, default=Shard(), metavar="I/N",
                      help="run only part I of N (1-based): case indices = I-1 mod N")
-    run.add_argument("--jobs", "-j", type=positive_int, default=os.cpu_count() or 1,
+    run.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1,
                      help="worker processes (default: one per core)")
-    run.add_argument("--timeout", type=parse_duration, default=None, metavar="DURATION",
+    run.add_argument("--timeout", type=parse_positive_duration, default=None, metavar="DURATION",
                      help="per-case time limit; a case past it is a timeout (default 30s, or the resumed campaign's)")
     run.add_argument("--out", default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
     run.add_argument("--resume", action="store_true",
@@ -273,11 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
     nightly.add_argument("--root", default="nightly", help="folder holding one campaign per night (default nightly)")
     nightly.add_argument("--date", default=None, help="the night, YYYY-MM-DD (default: today, UTC)")
     nightly.add_argument("--targets", metavar="NAMES", help="comma-separated target names (default: the CPU targets)")
-    nightly.add_argument("--budget", type=parse_duration, default=600.0, metavar="DURATION",
+    nightly.add_argument("--budget", type=parse_positive_duration, default=600.0, metavar="DURATION",
                          help="campaign length (default 10m)")
     nightly.add_argument("--shard", type=shard_spec, default=Shard(), metavar="I/N", help="this job's part of the night")
-    nightly.add_argument("--jobs", "-j", type=positive_int, default=os.cpu_count() or 1, help="worker processes")
-    nightly.add_argument("--timeout", type=parse_duration, default=None, metavar="DURATION", help="per-case limit")
+    nightly.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1, help="worker processes")
+    nightly.add_argument("--timeout", type=parse_positive_duration, default=None, metavar="DURATION", help="per-case limit")
     nightly.add_argument("--reduce-tries", type=positive_int, default=200, metavar="N",
                          help="tries per bucket representative's reduction (default 200)")
     nightly.add_argument("--known", default=DEFAULT_LEDGER, metavar="FILE",
@@ -303,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "it as `reduced_case`. Exit 0 when reduced, 1 when the case passes, 2 on bad input.")
     _case_arguments(red)
     red.add_argument("--max-tries", type=positive_int, default=500, help="give up shrinking after this many tries")
-    red.add_argument("--jobs", "-j", type=positive_int, default=os.cpu_count() or 1,
+    red.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1,
                      help="candidates tried at once, each in its own worker (default: one per core)")
     red.add_argument("--write", metavar="FILE", help="where the reduced case goes (default: beside its report or case file, NAME.reduced.json)")
     red.set_defaults(func=cmd_reduce)

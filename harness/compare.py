@@ -33,7 +33,10 @@ def _walk(expected: Any, observed: Any, path: str, out: list[str], count: list[i
             kinds.add(f"{path}:shape")
             out.append(f"{path}: shape {e.shape} != {o.shape}")
             return
-        bad = np.flatnonzero(e.reshape(-1) != o.reshape(-1))
+        differ = e.reshape(-1) != o.reshape(-1)
+        if e.dtype.kind == "f" and o.dtype.kind == "f":  # NaN where NaN is expected is agreement
+            differ &= ~(np.isnan(e.reshape(-1)) & np.isnan(o.reshape(-1)))
+        bad = np.flatnonzero(differ)
         if bad.size:
             count[0] += int(bad.size)
             kinds.add(f"{path}:values")
@@ -65,11 +68,15 @@ def _walk(expected: Any, observed: Any, path: str, out: list[str], count: list[i
         for i, (e, o) in enumerate(zip(expected, observed)):
             _walk(e, o, f"{path}[{i}]", out, count, kinds)
         return
-    if expected != observed:
+    if expected != observed and not (_is_nan(expected) and _is_nan(observed)):
         count[0] += 1
         kinds.add(f"{path}:value")
         if len(out) < FIRST:
             out.append(f"{path}: expected {expected!r}, observed {observed!r}")
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, (float, np.floating)) and bool(np.isnan(value))
 
 
 def compare_values(expected: Any, observed: Any) -> Comparison:
@@ -84,10 +91,12 @@ def compare_values(expected: Any, observed: Any) -> Comparison:
 def to_jsonable(value: Any, limit: int = 256) -> Any:
     """A JSON-ready copy with NumPy arrays as lists (long ones cut to ``limit`` items)."""
     if isinstance(value, np.ndarray):
-        flat = value.reshape(-1).tolist()
+        flat = [to_jsonable(v) for v in value.reshape(-1).tolist()] if value.dtype.kind == "f" else value.reshape(-1).tolist()
         return flat if len(flat) <= limit else {"first": flat[:limit], "length": len(flat)}
     if isinstance(value, np.generic):
-        return value.item()
+        return to_jsonable(value.item(), limit)
+    if isinstance(value, float) and not np.isfinite(value):  # strict JSON has no NaN or Infinity
+        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, Mapping):
         return {str(k): to_jsonable(v, limit) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

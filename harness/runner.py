@@ -135,6 +135,9 @@ def evaluate(spec: str, case_json: str) -> dict[str, Any]:
         return finish(Outcome.UNSUPPORTED, str(exc))
     except Exception:
         return finish(Outcome.ERROR, f"exception in {phase}:\n{traceback.format_exc(limit=8)}")
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, ... raised by target code: this case's, not the campaign's
+        outcome = Outcome.CRASH if phase == "the system under test" else Outcome.ERROR
+        return finish(outcome, f"{type(exc).__name__}({exc!r}) raised in {phase}:\n{traceback.format_exc(limit=8)}")
     return finish(
         Outcome.PASS if verdict.ok else Outcome.DIVERGE,
         verdict.note,
@@ -149,23 +152,34 @@ def evaluate(spec: str, case_json: str) -> dict[str, Any]:
 
 @dataclass
 class Runner:
-    """A pool of isolated workers; ``submit`` cases, ``results`` as they finish."""
+    """A pool of isolated workers; ``submit`` cases, ``results`` as they finish.
+
+    A pool that breaks (pebble's "All workers expired" when workers crash back to back, or an error
+    inside the pool) is replaced by a fresh one and what was in flight runs again, at most
+    ``RETRIES`` times per case; only then is the case an ``error``."""
 
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     timeout_s: float = 30.0
     _log_dir: tempfile.TemporaryDirectory | None = None
     _pool: ProcessPool | None = None
     _pending: dict = field(default_factory=dict)
+    _retries: dict = field(default_factory=dict)
+
+    RETRIES = 2
 
     def __enter__(self) -> Runner:
         self._log_dir = tempfile.TemporaryDirectory(prefix="layoutfuzz-workers-")
-        self._pool = ProcessPool(
+        self._pool = self._new_pool()
+        return self
+
+    def _new_pool(self) -> ProcessPool:
+        assert self._log_dir is not None
+        return ProcessPool(
             max_workers=self.jobs,
             initializer=_init_worker,
             initargs=(self._log_dir.name,),
             context=multiprocessing.get_context("spawn"),
         )
-        return self
 
     def __exit__(self, exc_type, *_: Any) -> None:
         assert self._pool is not None and self._log_dir is not None
@@ -182,18 +196,32 @@ class Runner:
 
     def submit(self, spec: str, case: Case, family: str) -> None:
         assert self._pool is not None
-        future = self._pool.schedule(evaluate, args=(spec, case.to_json()), timeout=self.timeout_s)
-        self._pending[future] = (case, family, time.perf_counter())
+        try:
+            future = self._pool.schedule(evaluate, args=(spec, case.to_json()), timeout=self.timeout_s)
+        except RuntimeError:  # the pool is broken: a fresh one takes this case and what was in flight
+            self._restart()
+            future = self._pool.schedule(evaluate, args=(spec, case.to_json()), timeout=self.timeout_s)
+        self._pending[future] = (spec, case, family, time.perf_counter())
+
+    def _restart(self) -> None:
+        """Replaces a broken pool; the cases in flight are submitted again."""
+        assert self._pool is not None
+        self._pool.stop()
+        self._pool.join()
+        self._pool = self._new_pool()
+        pending, self._pending = list(self._pending.values()), {}
+        for spec, case, family, _ in pending:
+            self.submit(spec, case, family)
 
     def results(self, wait_s: float | None = None) -> list[Result]:
         """Results of the cases finished within ``wait_s`` seconds (all pending if None)."""
         if not self._pending:
             return []
         done, _ = wait(list(self._pending), timeout=wait_s, return_when=FIRST_COMPLETED)
-        return [self._collect(f) for f in done]
+        return [r for r in (self._collect(f) for f in done if f in self._pending) if r is not None]
 
-    def _collect(self, future) -> Result:
-        case, family, started = self._pending.pop(future)
+    def _collect(self, future) -> Result | None:
+        spec, case, family, started = self._pending.pop(future)
         elapsed = time.perf_counter() - started
         try:
             data = future.result()
@@ -201,7 +229,13 @@ class Runner:
             return Result(case, family, Outcome.TIMEOUT, f"no answer within {self.timeout_s:g} s", duration_s=elapsed)
         except ProcessExpired as exc:
             return Result(case, family, Outcome.CRASH, self._crash_detail(exc), duration_s=elapsed)
-        except Exception as exc:  # the pool itself failed (pickling, ...): a harness bug
+        except Exception as exc:  # the pool itself failed (a broken pool, pickling, ...)
+            key = case.to_json()
+            self._retries[key] = self._retries.get(key, 0) + 1
+            if self._retries[key] <= self.RETRIES:
+                self._pending[future] = (spec, case, family, started)  # back in flight, then all of it again
+                self._restart()
+                return None
             return Result(case, family, Outcome.ERROR, f"worker failure: {exc!r}", duration_s=elapsed)
         return Result(
             case,

@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 """
 
 DB_NAME = "layoutfuzz.sqlite"
+LOCK_NAME = ".layoutfuzz.lock"
 
 
 class StoreError(Exception):
@@ -69,25 +70,71 @@ def _umask() -> int:
     return mask
 
 
+class DirectoryLock:
+    """The one writer of a campaign directory (an advisory ``flock`` on ``.layoutfuzz.lock``, released
+    when the process ends however it ends): a second writer would duplicate work or delete the first
+    one's results."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.path = Path(directory) / LOCK_NAME
+        self._handle = None
+
+    def acquire(self) -> None:
+        """Takes the lock, or raises StoreError naming who holds it."""
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")  # noqa: SIM115 - held until release
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise StoreError(f"{self.path.parent} is being written by another layoutfuzz ({holder}): "
+                             "wait for it, or write elsewhere with --out") from None
+        handle.truncate(0)
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
 class Store:
     """One campaign's output directory: ``layoutfuzz.sqlite`` and ``reports/*.json``."""
 
     def __init__(self, directory: str | Path, create: bool = True) -> None:
         self.directory = Path(directory)
         self.path = self.directory / DB_NAME
+        self.lock: DirectoryLock | None = None  # held by the campaign writing here, released on close
         if not create and not self.path.exists():
             raise StoreError(f"no campaign in {self.directory} (no {DB_NAME})")
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(outcomes)")}
-        if "metrics" not in columns:  # stores written before metrics existed
-            self.db.execute("ALTER TABLE outcomes ADD COLUMN metrics TEXT")
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None)
+            if not create:  # an existing campaign: refuse what is not one rather than read it as empty
+                tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if not {"campaign", "outcomes"} <= tables:
+                    self.db.close()
+                    raise StoreError(f"{self.path} is not a layoutfuzz campaign (no campaign and outcomes tables)")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(outcomes)")}
+            if "metrics" not in columns:  # stores written before metrics existed
+                self.db.execute("ALTER TABLE outcomes ADD COLUMN metrics TEXT")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not a usable layoutfuzz campaign: {exc}") from None
 
     def close(self) -> None:
         self.db.close()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     # ---- campaign metadata ---------------------------------------------------------------
 
@@ -95,10 +142,15 @@ class Store:
         return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM campaign")}
 
     def set_meta(self, values: Mapping[str, Any]) -> None:
-        with self.db:
-            self.db.executemany(
-                "INSERT OR REPLACE INTO campaign VALUES (?, ?)", [(k, json.dumps(v)) for k, v in values.items()]
-            )
+        """All the settings or none (autocommit mode would keep some of them on a failure)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.executemany("INSERT OR REPLACE INTO campaign VALUES (?, ?)", [(k, json.dumps(v)) for k, v in values.items()])
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
 
     # ---- outcomes ------------------------------------------------------------------------
 

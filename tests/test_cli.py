@@ -78,7 +78,7 @@ def test_triton_campaign_and_reproduce_by_case_id(tmp_path):
         (["run", "--shard", "3/2"], "bad shard"),
         (["run", "--shard", "x"], "bad shard"),
         (["run", "--budget", "soon"], "bad duration"),
-        (["run", "--cases", "0"], "must be at least 1"),
+        (["run", "--cases", "0"], "must be from 1 to"),
         (["reproduce", "not-a-case"], "neither a file nor a case id"),
         (["reproduce", "broken.json"], "is not a layoutfuzz report or case"),
         (["reproduce", "six.json"], "must be a power of two, got 6"),
@@ -182,3 +182,45 @@ def test_ctrl_c_stops_keeps_everything_and_says_how_to_resume(tmp_path):
     assert "| test.slow" in out  # the table of what ran is still printed
     recorded = sqlite3.connect(db).execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
     assert 10 <= recorded < 400
+
+
+@pytest.mark.parametrize("args, why", [
+    (("run", "--budget", "0"), "more than 0"),
+    (("nightly", "--budget", "0"), "more than 0"),
+    (("run", "--jobs", "100000000000000000000"), "from 1 to 1024"),
+    (("run", "--seed", str(1 << 63)), "from 0 to"),
+    (("run", "--timeout", "0s"), "more than 0"),
+])
+def test_values_that_would_hang_or_overflow_are_one_line_and_exit_2(tmp_path, args, why):
+    # issue 19: --budget 0 ran forever, --jobs 1e20 spawned without bound, a seed >= 2^63 raised OverflowError
+    done = layoutfuzz(*args, cwd=tmp_path)
+    assert done.returncode == 2 and why in done.stderr and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_a_huge_case_count_starts_at_once(tmp_path):
+    # issue 19: --cases 1000000000000000 --budget 2s hung before starting (it counted the indices one by one)
+    start = time.monotonic()
+    done = layoutfuzz("run", "--target", CRASHY, "--cases", "1000000000000000", "--budget", "2s", "--jobs", "2", "-q",
+                      "--timeout", "2", "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - start < 60
+
+
+def test_a_second_writer_of_a_campaign_is_refused_in_one_line(tmp_path):
+    # issue 19: two --resume runs duplicated work; a second --force deleted a running campaign's database
+    first = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
+                              "--budget", "20s", "--jobs", "1", "-q", "--out", "out"], cwd=tmp_path,
+                             env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "out" / "layoutfuzz.sqlite").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for extra in (("--resume",), ("--force",)):
+            second = layoutfuzz("run", "--target", "tests.crashy_target:SlowTarget", "--cases", "3", "-q", "--out", "out",
+                                *extra, cwd=tmp_path)
+            assert second.returncode == 2 and "being written by another layoutfuzz (pid" in second.stderr, second.stderr
+            assert second.stderr.count("\n") == 1
+    finally:
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert (tmp_path / "out" / "table.md").exists()

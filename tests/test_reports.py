@@ -57,3 +57,33 @@ def test_the_terminal_table_keeps_one_targets_metrics_out_of_every_row():
     text = for_terminal(table, "md")
     main, _, rest = text.partition("\n\n")
     assert "mean shfl" not in main and "b: per-case metrics" in rest and "| a " not in rest
+
+
+def test_nan_where_nan_is_expected_agrees_and_reports_stay_strict_json():
+    # issue 19: NaN compared with NaN was a divergence, and such reports were not strict JSON
+    import json
+
+    import numpy as np
+
+    from harness.compare import compare_values, to_jsonable
+
+    assert compare_values({"x": float("nan")}, {"x": float("nan")}).ok
+    assert compare_values(np.array([1.0, np.nan]), np.array([1.0, np.nan])).ok
+    assert not compare_values(np.array([1.0, np.nan]), np.array([np.nan, np.nan])).ok
+    text = json.dumps(to_jsonable({"a": float("nan"), "b": np.array([np.inf, 1.0]), "c": np.float32("nan")}), allow_nan=False)
+    assert json.loads(text) == {"a": "NaN", "b": ["Infinity", 1.0], "c": "NaN"}
+
+
+def test_a_store_that_is_not_a_campaign_is_refused_not_read_as_empty(tmp_path):
+    # issue 19: a 0-byte layoutfuzz.sqlite was read as an empty campaign; `diff` then reported "2 fixed"
+    import pytest
+
+    from reports.store import DB_NAME, Store, StoreError
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / DB_NAME).write_bytes(b"")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / DB_NAME).write_bytes(b"not a database at all, " * 100)
+    for name in ("empty", "junk"):
+        with pytest.raises(StoreError, match="not a"):
+            Store(tmp_path / name, create=False)

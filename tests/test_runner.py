@@ -36,3 +36,33 @@ def test_shards_partition_the_indices():
     assert set().union(*shards) == set(range(20))
     assert sum(len(s) for s in shards) == 20
     assert Shard.parse("2/3") == Shard(2, 3)
+
+
+def test_a_base_exception_from_target_code_is_that_cases_outcome_not_the_campaigns(tmp_path):
+    # issue 19: sys.exit(0), KeyboardInterrupt or a custom BaseException in a target ended or emptied the campaign
+    import sqlite3
+
+    from tests.test_cli import layoutfuzz
+
+    run = layoutfuzz("run", "--target", "tests.faulty_target:ExitingTarget", "--cases", "10", "--jobs", "2", "-q",
+                     "--out", "out", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    rows = dict(sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite").execute(
+        "SELECT family, group_concat(DISTINCT outcome) FROM outcomes GROUP BY family"))
+    assert rows == {"exit": "crash", "interrupt": "crash", "custom": "crash", "oracle-exit": "error", "pass": "pass"}
+    again = layoutfuzz("reproduce", "test.exiting/0/0", "--target", "tests.faulty_target:ExitingTarget", cwd=tmp_path)
+    assert again.returncode == 1 and "outcome: crash" in again.stdout and "SystemExit" in again.stdout
+
+
+def test_workers_crashing_back_to_back_never_end_the_campaign(tmp_path):
+    # issue 19: "All workers expired" (BrokenProcessPool) ended campaigns whose target aborts on half its cases
+    import sqlite3
+
+    from tests.test_cli import layoutfuzz
+
+    run = layoutfuzz("run", "--target", "tests.faulty_target:AbortingTarget", "--cases", "60", "--jobs", "4", "-q",
+                     "--out", "out", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    counts = dict(sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite").execute(
+        "SELECT outcome, count(*) FROM outcomes GROUP BY outcome"))
+    assert counts == {"pass": 30, "crash": 30}

@@ -1,0 +1,54 @@
+"""Test-only targets whose code raises what ``except Exception`` does not catch (issue 19)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from harness.target import Target
+
+
+class Custom(BaseException):
+    """A BaseException subclass of the target's own."""
+
+
+# index % 5: SystemExit(0) in the system under test, KeyboardInterrupt there, a custom BaseException
+# there, SystemExit in the oracle, a pass
+RAISES = (lambda: sys.exit(0), lambda: (_ for _ in ()).throw(KeyboardInterrupt()), lambda: (_ for _ in ()).throw(Custom("x")))
+
+
+class ExitingTarget(Target):
+    name = "test.exiting"
+
+    def generate(self, source):
+        return {"value": source.integer(0, 1 << 20)}
+
+    def family(self, case):
+        return ("exit", "interrupt", "custom", "oracle-exit", "pass")[case.index % 5]
+
+    def expected(self, case):
+        if case.index % 5 == 3:
+            sys.exit(3)
+        return case.params["value"]
+
+    def observed(self, case):
+        if case.index % 5 < 3:
+            RAISES[case.index % 5]()
+        return case.params["value"]
+
+
+class AbortingTarget(Target):
+    """Every other case aborts its worker: workers die back to back."""
+
+    name = "test.aborting"
+
+    def generate(self, source):
+        return {"value": source.integer(0, 1 << 20)}
+
+    def expected(self, case):
+        return case.params["value"]
+
+    def observed(self, case):
+        if case.index % 2:
+            os.abort()
+        return case.params["value"]
