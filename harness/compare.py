@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +88,22 @@ def compare_values(expected: Any, observed: Any) -> Comparison:
     kinds: set[str] = set()
     _walk(expected, observed, "", out, count, kinds)
     return Comparison(ok=count[0] == 0, mismatch_count=count[0], mismatches=tuple(out), signature=",".join(sorted(kinds)))
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text``, or its head and tail around a note of what was left out: no stored field is unbounded."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters left out ...]\n{text[-half:]}"
+
+
+def summarised(value: Any, limit: int, how: str = "`layoutfuzz reproduce ... --verbose` recomputes it") -> Any:
+    """``value``, or where its JSON is longer than ``limit`` characters its size and digest."""
+    text = json.dumps(value, sort_keys=True, default=repr)
+    if len(text) <= limit:
+        return value
+    return {"omitted": f"{len(text)} characters of JSON; {how}", "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
 def to_jsonable(value: Any, limit: int = 256) -> Any:

@@ -27,10 +27,14 @@ from pebble import ProcessExpired, ProcessPool
 from generators.case import Case
 from generators.source import source_for
 from harness import registry
-from harness.compare import to_jsonable
+from harness.compare import clipped, summarised, to_jsonable
 from harness.target import Outcome, Target, Unsupported
 
 WORKER_LOG_LINES = 20
+LOG_TAIL_BYTES = 64 * 1024  # of a crashed worker's output, read back
+DETAIL_LIMIT = 16 * 1024  # characters of a result's detail (crash output, traceback) kept
+MISMATCH_LIMIT = 500  # characters of each first-mismatch line kept
+VALUE_LIMIT = 1 << 20  # characters of JSON of an expected or observed value sent back from a worker
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,10 @@ def evaluate(spec: str, case_json: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
 
     def finish(outcome: Outcome, detail: str = "", **extra: Any) -> dict[str, Any]:
-        result.update(outcome=outcome.value, detail=detail, duration_s=time.perf_counter() - start, **extra)
+        if "mismatches" in extra:
+            extra["mismatches"] = [clipped(str(m), MISMATCH_LIMIT) for m in extra["mismatches"]]
+        result.update(outcome=outcome.value, detail=clipped(str(detail), DETAIL_LIMIT), duration_s=time.perf_counter() - start,
+                      **extra)
         return result
 
     phase = "loading the target"
@@ -123,10 +130,10 @@ def evaluate(spec: str, case_json: str) -> dict[str, Any]:
         target = registry.load(spec)
         phase = "the oracle"
         expected = target.expected(case)
-        result["expected"] = to_jsonable(expected)
+        result["expected"] = summarised(to_jsonable(expected), VALUE_LIMIT)
         phase = "the system under test"
         observed = target.observed(case)
-        result["observed"] = to_jsonable(observed)
+        result["observed"] = summarised(to_jsonable(observed), VALUE_LIMIT)
         phase = "the target's metrics"
         result["metrics"] = {str(k): float(v) for k, v in target.metrics(case, observed).items()}
         phase = "the comparison"
@@ -264,10 +271,12 @@ class Runner:
         assert self._log_dir is not None
         path = Path(self._log_dir.name, f"worker-{exc.pid}.log")
         if path.exists():
-            lines = path.read_text(errors="replace").strip().splitlines()
-            tail = "\n".join(lines[-WORKER_LOG_LINES:])
+            with open(path, "rb") as log:  # only the end: a worker may have printed gigabytes
+                log.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
+                lines = log.read().decode(errors="replace").strip().splitlines()
+            tail = "\n".join(clipped(line, 1000) for line in lines[-WORKER_LOG_LINES:])
             path.unlink(missing_ok=True)
-        return what + (f"\n{tail}" if tail else "")
+        return clipped(what + (f"\n{tail}" if tail else ""), DETAIL_LIMIT)
 
 
 @dataclass(frozen=True)

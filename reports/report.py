@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 import sys
 from collections.abc import Mapping
@@ -11,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harness.compare import summarised
 from harness.runner import Result
 from harness.signatures import root_cause
 
@@ -43,11 +43,7 @@ def bucket_of(target: str, outcome: str, signature: str) -> str:
 def bounded(value: Any, reproduce: str) -> Any:
     """``value``, or where its JSON is longer than VALUE_LIMIT (a TMA window of random bytes, a
     large matrix) its size and digest: the report stays small and ``reproduce`` shows it in full."""
-    text = json.dumps(value, sort_keys=True)
-    if len(text) <= VALUE_LIMIT:
-        return value
-    return {"omitted": f"{len(text)} characters of JSON; `{reproduce} --verbose` prints them",
-            "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return summarised(value, VALUE_LIMIT, f"`{reproduce} --verbose` prints them")
 
 
 def build_report(

@@ -52,3 +52,23 @@ class AbortingTarget(Target):
         if case.index % 2:
             os.abort()
         return case.params["value"]
+
+
+class HugeTarget(Target):
+    """Even cases: a 20-million-character observed value (and mismatch); odd: 30 MB of output, then abort."""
+
+    name = "test.huge"
+
+    def generate(self, source):
+        return {"value": source.integer(0, 1 << 20)}
+
+    def expected(self, case):
+        return "x"
+
+    def observed(self, case):
+        if case.index % 2:
+            for _ in range(30):
+                sys.stderr.write("spam " * 200_000 + "\n")
+            sys.stderr.flush()
+            os.abort()
+        return "y" * 20_000_000

@@ -66,3 +66,19 @@ def test_workers_crashing_back_to_back_never_end_the_campaign(tmp_path):
     counts = dict(sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite").execute(
         "SELECT outcome, count(*) FROM outcomes GROUP BY outcome"))
     assert counts == {"pass": 30, "crash": 30}
+
+
+def test_huge_values_and_output_spam_are_bounded_in_every_stored_field(tmp_path):
+    # issue 19: a 100 MB observed value made a 105 MB report; 100 MB of output a 105 MB detail per row
+    import sqlite3
+
+    from tests.test_cli import layoutfuzz
+
+    run = layoutfuzz("run", "--target", "tests.faulty_target:HugeTarget", "--cases", "4", "--jobs", "2", "-q",
+                     "--out", "out", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    db = sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite")
+    assert sorted(r[0] for r in db.execute("SELECT outcome FROM outcomes")) == ["crash", "crash", "diverge", "diverge"]
+    assert max(r[0] for r in db.execute("SELECT length(detail) FROM outcomes")) < 20_000
+    reports = list((tmp_path / "out" / "reports").glob("*.json"))
+    assert len(reports) == 4 and max(p.stat().st_size for p in reports) < 100_000
