@@ -55,7 +55,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     if not table.empty:
         counts = table["status"].str.split(":").str[0].value_counts()
         print(f"\n{len(table)} root cause(s): " + ", ".join(f"{int(n)} {s}" for s, n in counts.items()))
-        print(render(table.drop(columns=["bucket", "evidence", "reproducer"]), "md"))
+        print(render(table.drop(columns=["evidence", "reproducer"]), "md"))
     for row in failing.itertuples():
         print(f"{row.status.upper()}: {row.target} {row.outcome}: {row.signature}\n  attribution: {row.attribution}"
               f"\n  replay: {row.replay}", file=sys.stderr)
@@ -131,7 +131,7 @@ def cmd_buckets(args: argparse.Namespace) -> int:
     if table.empty:
         print("no problems: every case passed (or was unsupported)", file=sys.stderr)
         return 0
-    shown = table if args.format == "csv" else table.drop(columns=["bucket", "evidence"], errors="ignore")
+    shown = table if args.format == "csv" else table.drop(columns=["evidence"], errors="ignore")  # the key stays: `known add` takes it
     print(render(shown, args.format))
     print(f"{len(table)} root cause(s) in {int(table['cases'].sum())} cases", file=sys.stderr)
     return 0
