@@ -38,17 +38,23 @@ def test_shards_partition_the_indices():
     assert Shard.parse("2/3") == Shard(2, 3)
 
 
-def test_a_base_exception_from_target_code_is_that_cases_outcome_not_the_campaigns(tmp_path):
-    # issue 19: sys.exit(0), KeyboardInterrupt or a custom BaseException in a target ended or emptied the campaign
+def _campaign(tmp_path, target: str, cases: int, jobs: int, query: str) -> dict:
+    """Runs ``cases`` cases of a test target (exit 0 expected) and answers ``query`` on its store."""
     import sqlite3
 
     from tests.test_cli import layoutfuzz
 
-    run = layoutfuzz("run", "--target", "tests.faulty_target:ExitingTarget", "--cases", "10", "--jobs", "2", "-q",
+    run = layoutfuzz("run", "--target", f"tests.faulty_target:{target}", "--cases", str(cases), "--jobs", str(jobs), "-q",
                      "--out", "out", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    rows = dict(sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite").execute(
-        "SELECT family, group_concat(DISTINCT outcome) FROM outcomes GROUP BY family"))
+    return dict(sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite").execute(query))
+
+
+def test_a_base_exception_from_target_code_is_that_cases_outcome_not_the_campaigns(tmp_path):
+    # issue 19: sys.exit(0), KeyboardInterrupt or a custom BaseException in a target ended or emptied the campaign
+    from tests.test_cli import layoutfuzz
+
+    rows = _campaign(tmp_path, "ExitingTarget", 10, 2, "SELECT family, group_concat(DISTINCT outcome) FROM outcomes GROUP BY family")
     assert rows == {"exit": "crash", "interrupt": "crash", "custom": "crash", "oracle-exit": "error", "pass": "pass"}
     again = layoutfuzz("reproduce", "test.exiting/0/0", "--target", "tests.faulty_target:ExitingTarget", cwd=tmp_path)
     assert again.returncode == 1 and "outcome: crash" in again.stdout and "SystemExit" in again.stdout
@@ -56,29 +62,13 @@ def test_a_base_exception_from_target_code_is_that_cases_outcome_not_the_campaig
 
 def test_workers_crashing_back_to_back_never_end_the_campaign(tmp_path):
     # issue 19: "All workers expired" (BrokenProcessPool) ended campaigns whose target aborts on half its cases
-    import sqlite3
-
-    from tests.test_cli import layoutfuzz
-
-    run = layoutfuzz("run", "--target", "tests.faulty_target:AbortingTarget", "--cases", "60", "--jobs", "4", "-q",
-                     "--out", "out", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
-    counts = dict(sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite").execute(
-        "SELECT outcome, count(*) FROM outcomes GROUP BY outcome"))
+    counts = _campaign(tmp_path, "AbortingTarget", 60, 4, "SELECT outcome, count(*) FROM outcomes GROUP BY outcome")
     assert counts == {"pass": 30, "crash": 30}
 
 
 def test_huge_values_and_output_spam_are_bounded_in_every_stored_field(tmp_path):
     # issue 19: a 100 MB observed value made a 105 MB report; 100 MB of output a 105 MB detail per row
-    import sqlite3
-
-    from tests.test_cli import layoutfuzz
-
-    run = layoutfuzz("run", "--target", "tests.faulty_target:HugeTarget", "--cases", "4", "--jobs", "2", "-q",
-                     "--out", "out", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
-    db = sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite")
-    assert sorted(r[0] for r in db.execute("SELECT outcome FROM outcomes")) == ["crash", "crash", "diverge", "diverge"]
-    assert max(r[0] for r in db.execute("SELECT length(detail) FROM outcomes")) < 20_000
+    longest = _campaign(tmp_path, "HugeTarget", 4, 2, "SELECT outcome, max(length(detail)) FROM outcomes GROUP BY outcome")
+    assert set(longest) == {"crash", "diverge"} and max(longest.values()) < 20_000
     reports = list((tmp_path / "out" / "reports").glob("*.json"))
     assert len(reports) == 4 and max(p.stat().st_size for p in reports) < 100_000
