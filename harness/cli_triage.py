@@ -184,7 +184,7 @@ def cmd_known_add(args: argparse.Namespace) -> int:
         raise UsageError("a new known problem needs --title")
     fields = {**(vars(current) if current else {}), **given, "target": target, "outcome": outcome, "signature": signature}
     try:
-        problem = ledger_file._entry(fields, "the new entry")
+        problem = ledger_file.entry(fields, "the new entry")
     except ledger_file.LedgerError as exc:
         raise UsageError(str(exc)) from None
     new = ledger_file.add(args.known, problem)

@@ -15,7 +15,15 @@ from pathlib import Path
 import pandas as pd
 
 from generators.case import Case
-from harness.campaign import Campaign, UsageError, load_target, run_campaign, system_version, target_specs
+from harness.campaign import (
+    Campaign,
+    UsageError,
+    load_target,
+    replay_command,
+    run_campaign,
+    system_version,
+    target_specs,
+)
 from harness.runner import Runner
 from harness.signatures import root_cause
 from harness.target import Target
@@ -95,8 +103,7 @@ def root_cause_table(verdicts: pd.DataFrame, known: Mapping[str, ledger_file.Kno
             "last seen": f"{r.last_night} ({r.last_version})" if r.last_version else r.last_night,
             "fixed in": f"{r.fixed_night} ({r.fixed_version})" if r.fixed_night else "",
             "reproducer": ("reduced " if r.reduced else "") + (str(case_file) if case_file else ""),
-            "replay": f"layoutfuzz reproduce {case_file}" + ("" if r.spec == _builtin(r.target) else f" --target {r.spec}")
-            if case_file else "",
+            "replay": replay_command(case_file, r.target, r.spec) if case_file else "",
             "evidence": blame.evidence,
         })
     order = {"new": 0, "regressed": 1, "fixed": 2, "persisting": 3}
@@ -105,12 +112,6 @@ def root_cause_table(verdicts: pd.DataFrame, known: Mapping[str, ledger_file.Kno
         return frame
     return frame.sort_values(by=["status", "cases"], key=lambda c: c.map(lambda s: order.get(s, 4)) if c.name == "status" else -c,
                              kind="stable").reset_index(drop=True)
-
-
-def _builtin(target: str) -> str:
-    from harness import registry
-
-    return registry.BUILTIN.get(target, "")
 
 
 def write_reproducers(root: Path, triage: Triage) -> None:

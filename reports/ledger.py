@@ -44,7 +44,8 @@ class KnownProblem:
         return bucket_of(self.target, self.outcome, self.signature)
 
 
-def _entry(raw: Mapping, where: str) -> KnownProblem:
+def entry(raw: Mapping, where: str) -> KnownProblem:
+    """A ledger entry from its fields, checked (LedgerError says what is wrong and where)."""
     names = {f.name for f in fields(KnownProblem)}
     unknown = set(raw) - names
     if unknown:
@@ -74,7 +75,7 @@ def load(path: str | Path) -> dict[str, KnownProblem]:
     entries = data.get("problem", [])
     if not isinstance(entries, list) or set(data) - {"problem"}:
         raise LedgerError(f"{path}: expected only [[problem]] tables")
-    problems = [_entry(raw, f"{path} problem {i + 1}") for i, raw in enumerate(entries)]
+    problems = [entry(raw, f"{path} problem {i + 1}") for i, raw in enumerate(entries)]
     return {p.bucket: p for p in problems}
 
 
