@@ -89,8 +89,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(for_terminal(campaign.table, args.format))
     buckets = campaign.buckets
     if not buckets.empty:
-        print(f"\n{len(buckets)} distinct problem(s) in {int(buckets['cases'].sum())} cases (buckets.md):")
-        print(render(buckets.drop(columns=["report"]), args.format))
+        print(f"\n{len(buckets)} distinct problem(s) in {int(buckets['cases'].sum())} cases, one per root cause "
+              f"(buckets.md; known ones from {DEFAULT_LEDGER}):")
+        causes = campaign_root_causes(campaign.directory, DEFAULT_LEDGER)
+        print(render(causes.drop(columns=["evidence", "reproducer"]), args.format))
     new_buckets, known = 0, None
     if args.baseline:
         changes = diff_buckets(open_store(args.baseline).frame(), open_store(campaign.directory).frame())
