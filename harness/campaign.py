@@ -149,6 +149,17 @@ class Recorder:
             )
 
 
+def nondeterministic_index(target: Target, seed: int, indices, sample: int = 3) -> int | None:
+    """The first of ``sample`` case indices whose params differ between two draws (None: all agree)."""
+    for _, index in zip(range(sample), indices):
+        try:
+            if make_case(target, seed, index).to_json() != make_case(target, seed, index).to_json():
+                return index
+        except Exception:  # a generator that fails is recorded as an error when the case runs
+            return None
+    return None
+
+
 @dataclass(frozen=True)
 class Campaign:
     """What one run of a campaign left: where, its tables, buckets, outcome counts."""
@@ -197,6 +208,11 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
             case = make_case(target, seed, first)
             recorder(Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason))
 
+    for _, target in runnable:
+        differs = nondeterministic_index(target, seed, shard.indices(cases))
+        if differs is not None:
+            print(f"{target.name}: generate is not deterministic: case {target.name}/{seed}/{differs} differs between two "
+                  "draws, so its cases cannot be reproduced from their ids", file=sys.stderr)
     total = None if cases is None else len(range(shard.index - 1, cases, shard.count)) * len(runnable)
     already = sum(1 for (t, s, _) in done if s == seed and t in {x.name for _, x in runnable})
     what = f"{len(runnable)} target(s), seed {seed}, shard {shard}, " + (

@@ -93,9 +93,12 @@ def make_case(target: Target, seed: int, index: int) -> Case:
 def _init_worker(log_dir: str) -> None:
     """Sends the worker's stdout and stderr to a file of its own, read back if it crashes.
 
-    Ctrl-C is the parent's to handle: workers ignore it and are stopped by the pool.
+    Ctrl-C is the parent's to handle: workers ignore it and are stopped by the pool. Each worker
+    leads a process group of its own, so that whatever the system under test starts (a compiler,
+    a hung child) is ended with it (``Runner`` kills the group of every worker that is gone).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.setpgrp()
     fd = os.open(os.path.join(log_dir, f"worker-{os.getpid()}.log"), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -195,7 +198,20 @@ class Runner:
         else:
             self._pool.stop()
         self._pool.join()
+        self._end_groups(every=True)
         self._log_dir.cleanup()
+
+    def _end_groups(self, every: bool = False) -> None:
+        """Kills the process group of each worker that is gone (``every``: of all workers): what a
+        crashed or timed-out system under test left running dies with its worker."""
+        assert self._log_dir is not None
+        for log in Path(self._log_dir.name).glob("worker-*.log"):
+            pid = int(log.stem.split("-")[1])
+            if not every and _alive(pid):
+                continue
+            _kill_group(pid)
+            if not every:
+                log.unlink(missing_ok=True)
 
     @property
     def in_flight(self) -> int:
@@ -233,8 +249,10 @@ class Runner:
         try:
             data = future.result()
         except FutureTimeout:
+            self._end_groups()
             return Result(case, family, Outcome.TIMEOUT, f"no answer within {self.timeout_s:g} s", duration_s=elapsed)
         except ProcessExpired as exc:
+            _kill_group(exc.pid)
             return Result(case, family, Outcome.CRASH, self._crash_detail(exc), duration_s=elapsed)
         except Exception as exc:  # the pool itself failed (a broken pool, pickling, ...)
             key = case.to_json()
@@ -277,6 +295,29 @@ class Runner:
             tail = "\n".join(clipped(line, 1000) for line in lines[-WORKER_LOG_LINES:])
             path.unlink(missing_ok=True)
         return clipped(what + (f"\n{tail}" if tail else ""), DETAIL_LIMIT)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL to the process group a worker led (it and whatever it started)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 @dataclass(frozen=True)

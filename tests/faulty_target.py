@@ -72,3 +72,41 @@ class HugeTarget(Target):
             sys.stderr.flush()
             os.abort()
         return "y" * 20_000_000
+
+
+class ForkingTarget(Target):
+    """Starts a long ``sleep`` child, then crashes (odd cases) or hangs (even cases)."""
+
+    name = "test.forking"
+
+    def generate(self, source):
+        return {"value": source.integer(0, 1 << 20)}
+
+    def expected(self, case):
+        return case.params["value"]
+
+    def observed(self, case):
+        import subprocess
+        import time
+
+        subprocess.Popen(["sleep", os.environ.get("FORKING_SLEEP", "987")])
+        if case.index % 2:
+            os.abort()
+        time.sleep(3600)
+
+
+class DriftingTarget(Target):
+    """Draws from the global random state, not from its source: the same id, another case each time."""
+
+    name = "test.drifting"
+
+    def generate(self, source):
+        import random
+
+        return {"value": random.getrandbits(30)}
+
+    def expected(self, case):
+        return case.params["value"]
+
+    def observed(self, case):
+        return case.params["value"]

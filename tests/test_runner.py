@@ -72,3 +72,27 @@ def test_huge_values_and_output_spam_are_bounded_in_every_stored_field(tmp_path)
     assert set(longest) == {"crash", "diverge"} and max(longest.values()) < 20_000
     reports = list((tmp_path / "out" / "reports").glob("*.json"))
     assert len(reports) == 4 and max(p.stat().st_size for p in reports) < 100_000
+
+
+def test_no_process_the_system_under_test_started_outlives_the_campaign(tmp_path):
+    # issue 19: grandchildren of a worker (a hung child of the target) were never killed
+    import subprocess
+
+    from tests.test_cli import layoutfuzz
+
+    marker = "9876"  # a sleep duration nothing else on the machine uses
+    run = layoutfuzz("run", "--target", "tests.faulty_target:ForkingTarget", "--cases", "4", "--jobs", "2", "--timeout", "3",
+                     "-q", "--out", "out", cwd=tmp_path, env={"FORKING_SLEEP": marker})
+    assert run.returncode == 0, run.stderr
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout.split()
+    assert left == [], f"{len(left)} child process(es) left behind"
+
+
+def test_a_target_whose_cases_cannot_be_reproduced_is_named(tmp_path):
+    # issue 19: a target whose generate was not deterministic went unnoticed (100 of 100 cases differed)
+    from tests.test_cli import CRASHY, layoutfuzz
+
+    drifting = layoutfuzz("run", "--target", "tests.faulty_target:DriftingTarget", "--cases", "3", "-q", "--out", "a", cwd=tmp_path)
+    assert drifting.returncode == 0 and "test.drifting: generate is not deterministic" in drifting.stderr
+    steady = layoutfuzz("run", "--target", CRASHY, "--cases", "1", "-q", "--out", "b", cwd=tmp_path)
+    assert steady.returncode == 0 and "not deterministic" not in steady.stderr
