@@ -121,6 +121,7 @@ def _open_campaign(args: argparse.Namespace, out: Path, existing: bool) -> tuple
         "shard": str(args.shard),
         "cases": args.cases,
         "timeout_s": args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
+        "memory_limit": getattr(args, "memory_limit", None),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     store.set_meta(meta)
@@ -228,7 +229,7 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
     interrupted = False
     timeout = args.timeout if args.timeout is not None else float(meta.get("timeout_s", DEFAULT_TIMEOUT_S))
     try:
-        run_cases(work, recorder, args.jobs, timeout, deadline)
+        run_cases(work, recorder, args.jobs, timeout, deadline, meta.get("memory_limit"))
     except KeyboardInterrupt:
         interrupted = True
     finally:

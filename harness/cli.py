@@ -41,6 +41,17 @@ def parse_duration(text: str) -> float:
 
 
 MAX_INT = (1 << 63) - 1  # what SQLite stores as an INTEGER
+
+
+def parse_size(text: str) -> int:
+    """Bytes from '512M', '4G', '1.5G' or a plain number of bytes (at least 64 MiB)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"bad size {text!r}: use e.g. 512M or 4G")
+    size = int(float(match[1]) * 1024 ** " KMGT".index(match[2].upper() or " "))
+    if not 64 << 20 <= size <= MAX_INT:
+        raise argparse.ArgumentTypeError(f"must be from 64M up: {text!r}")
+    return size
 MAX_JOBS = 1024
 
 
@@ -274,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="worker processes (default: one per core)")
     run.add_argument("--timeout", type=parse_positive_duration, default=None, metavar="DURATION",
                      help="per-case time limit; a case past it is a timeout (default 30s, or the resumed campaign's)")
+    run.add_argument("--memory-limit", type=parse_size, metavar="SIZE",
+                     help="heap per worker, e.g. 4G (RLIMIT_DATA); a case past it is a crash with the reason (default: none)")
     run.add_argument("--out", default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
     run.add_argument("--resume", action="store_true",
                      help="continue the campaign in --out with its stored settings, skipping recorded cases")

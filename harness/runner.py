@@ -11,6 +11,7 @@ import faulthandler
 import json
 import multiprocessing
 import os
+import resource
 import signal
 import tempfile
 import time
@@ -90,7 +91,7 @@ def make_case(target: Target, seed: int, index: int) -> Case:
 # ---- inside a worker ----------------------------------------------------------------------
 
 
-def _init_worker(log_dir: str) -> None:
+def _init_worker(log_dir: str, memory_limit: int | None = None) -> None:
     """Sends the worker's stdout and stderr to a file of its own, read back if it crashes.
 
     Ctrl-C is the parent's to handle: workers ignore it and are stopped by the pool. Each worker
@@ -99,6 +100,8 @@ def _init_worker(log_dir: str) -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.setpgrp()
+    if memory_limit:  # the heap (RLIMIT_DATA), not the address space that CUDA and Triton reserve
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_limit, memory_limit))
     fd = os.open(os.path.join(log_dir, f"worker-{os.getpid()}.log"), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -143,6 +146,8 @@ def evaluate(spec: str, case_json: str) -> dict[str, Any]:
         verdict = target.compare(case, expected, observed)
     except Unsupported as exc:
         return finish(Outcome.UNSUPPORTED, str(exc))
+    except MemoryError:  # under --memory-limit: the case's, like any other way of running out of memory
+        return finish(Outcome.CRASH, f"MemoryError in {phase}: the worker's memory limit was exceeded")
     except Exception:
         return finish(Outcome.ERROR, f"exception in {phase}:\n{traceback.format_exc(limit=8)}")
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, ... raised by target code: this case's, not the campaign's
@@ -170,6 +175,7 @@ class Runner:
 
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     timeout_s: float = 30.0
+    memory_limit: int | None = None  # bytes of heap per worker (RLIMIT_DATA); None: no limit
     _log_dir: tempfile.TemporaryDirectory | None = None
     _pool: ProcessPool | None = None
     _pending: dict = field(default_factory=dict)
@@ -187,7 +193,7 @@ class Runner:
         return ProcessPool(
             max_workers=self.jobs,
             initializer=_init_worker,
-            initargs=(self._log_dir.name,),
+            initargs=(self._log_dir.name, self.memory_limit),
             context=multiprocessing.get_context("spawn"),
         )
 
@@ -355,12 +361,13 @@ def run_cases(
     jobs: int,
     timeout_s: float,
     deadline: float | None = None,
+    memory_limit: int | None = None,
 ) -> bool:
     """Runs ``work`` until done or past ``deadline`` (time.monotonic); records every result.
 
     Returns True if all of it ran. Ctrl-C propagates after recording what finished.
     """
-    with Runner(jobs=jobs, timeout_s=timeout_s) as runner:
+    with Runner(jobs=jobs, timeout_s=timeout_s, memory_limit=memory_limit) as runner:
         exhausted = False
         while True:
             out_of_time = deadline is not None and time.monotonic() >= deadline

@@ -110,3 +110,19 @@ class DriftingTarget(Target):
 
     def observed(self, case):
         return case.params["value"]
+
+
+class HungryTarget(Target):
+    """Its system under test takes a gibibyte."""
+
+    name = "test.hungry"
+
+    def generate(self, source):
+        return {"value": source.integer(0, 1 << 20)}
+
+    def expected(self, case):
+        return case.params["value"]
+
+    def observed(self, case):
+        block = bytearray(1 << 30)
+        return case.params["value"] + block[-1]

@@ -96,3 +96,21 @@ def test_a_target_whose_cases_cannot_be_reproduced_is_named(tmp_path):
     assert drifting.returncode == 0 and "test.drifting: generate is not deterministic" in drifting.stderr
     steady = layoutfuzz("run", "--target", CRASHY, "--cases", "1", "-q", "--out", "b", cwd=tmp_path)
     assert steady.returncode == 0 and "not deterministic" not in steady.stderr
+
+
+def test_a_case_past_the_memory_limit_is_a_crash_with_the_reason(tmp_path):
+    # issue 19: the harness had no per-worker memory limit of its own
+    import sqlite3
+
+    from tests.test_cli import layoutfuzz
+
+    limited = layoutfuzz("run", "--target", "tests.faulty_target:HungryTarget", "--cases", "2", "--jobs", "1", "-q",
+                         "--memory-limit", "256M", "--out", "a", cwd=tmp_path)
+    assert limited.returncode == 0, limited.stderr
+    rows = sqlite3.connect(tmp_path / "a" / "layoutfuzz.sqlite").execute("SELECT outcome, detail FROM outcomes").fetchall()
+    assert [r[0] for r in rows] == ["crash", "crash"] and all("memory limit" in r[1] for r in rows)
+    free = layoutfuzz("run", "--target", "tests.faulty_target:HungryTarget", "--cases", "1", "--jobs", "1", "-q", "--out", "b",
+                      cwd=tmp_path)
+    assert free.returncode == 0 and "1 pass" in free.stderr
+    bad = layoutfuzz("run", "--memory-limit", "lots", cwd=tmp_path)
+    assert bad.returncode == 2 and "bad size" in bad.stderr
