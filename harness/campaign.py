@@ -189,60 +189,62 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
     from tqdm import tqdm
 
     store, meta = prepare_store(args)
-    specs = list(meta["targets"])
-    targets = [(spec, load_target(spec)) for spec in specs]
-    seed, shard, cases = int(meta["seed"]), Shard.parse(meta["shard"]), meta.get("cases")
-    budget = args.budget if args.budget is not None else (None if cases else DEFAULT_BUDGET_S)
-    env = environment_versions()
-    versions = {target.name: env | dict(target.versions()) for _, target in targets}
-    recorder = Recorder(store, specs_by_name(targets), versions, None)
-    runnable = []
-    done = store.recorded()
-    first = next(shard.indices(cases), None)
-    for spec, target in targets:
-        availability = target.availability()
-        if availability.available:
-            runnable.append((spec, target))
-            continue
-        print(f"{target.name}: unsupported here: {availability.reason}", file=sys.stderr)
-        if first is not None and (target.name, seed, first) not in done:
-            case = make_case(target, seed, first)
-            recorder(Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason))
-
-    for _, target in runnable:
-        differs = nondeterministic_index(target, seed, shard.indices(cases))
-        if differs is not None:
-            print(f"{target.name}: generate is not deterministic: case {target.name}/{seed}/{differs} differs between two "
-                  "draws, so its cases cannot be reproduced from their ids", file=sys.stderr)
-    total = None if cases is None else len(range(shard.index - 1, cases, shard.count)) * len(runnable)
-    already = sum(1 for (t, s, _) in done if s == seed and t in {x.name for _, x in runnable})
-    what = f"{len(runnable)} target(s), seed {seed}, shard {shard}, " + (
-        f"{cases} cases" if cases else "no case limit") + (f", budget {budget:g} s" if budget else "")
-    print(f"layoutfuzz: {what}, {args.jobs} worker(s) -> {store.directory}", file=sys.stderr)
-    interactive = sys.stderr.isatty()  # in CI logs: a progress line every 30 s instead of a live bar
-    progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=args.quiet,
-                    file=sys.stderr, dynamic_ncols=interactive, mininterval=0.1 if interactive else 30)
-    recorder.progress = progress
-    work = plan(runnable, seed, shard, cases, lambda t, i: (t, seed, i) in done)
-    deadline = time.monotonic() + budget if budget else None
-    started = time.monotonic()
-    interrupted = False
-    timeout = args.timeout if args.timeout is not None else float(meta.get("timeout_s", DEFAULT_TIMEOUT_S))
     try:
-        run_cases(work, recorder, args.jobs, timeout, deadline, meta.get("memory_limit"))
-    except KeyboardInterrupt:
-        interrupted = True
+        specs = list(meta["targets"])
+        targets = [(spec, load_target(spec)) for spec in specs]
+        seed, shard, cases = int(meta["seed"]), Shard.parse(meta["shard"]), meta.get("cases")
+        budget = args.budget if args.budget is not None else (None if cases else DEFAULT_BUDGET_S)
+        env = environment_versions()
+        versions = {target.name: env | dict(target.versions()) for _, target in targets}
+        recorder = Recorder(store, specs_by_name(targets), versions, None)
+        runnable = []
+        done = store.recorded()
+        first = next(shard.indices(cases), None)
+        for spec, target in targets:
+            availability = target.availability()
+            if availability.available:
+                runnable.append((spec, target))
+                continue
+            print(f"{target.name}: unsupported here: {availability.reason}", file=sys.stderr)
+            if first is not None and (target.name, seed, first) not in done:
+                case = make_case(target, seed, first)
+                recorder(Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason))
+
+        for _, target in runnable:
+            differs = nondeterministic_index(target, seed, shard.indices(cases))
+            if differs is not None:
+                print(f"{target.name}: generate is not deterministic: case {target.name}/{seed}/{differs} differs between two "
+                      "draws, so its cases cannot be reproduced from their ids", file=sys.stderr)
+        total = None if cases is None else len(range(shard.index - 1, cases, shard.count)) * len(runnable)
+        already = sum(1 for (t, s, _) in done if s == seed and t in {x.name for _, x in runnable})
+        what = f"{len(runnable)} target(s), seed {seed}, shard {shard}, " + (
+            f"{cases} cases" if cases else "no case limit") + (f", budget {budget:g} s" if budget else "")
+        print(f"layoutfuzz: {what}, {args.jobs} worker(s) -> {store.directory}", file=sys.stderr)
+        interactive = sys.stderr.isatty()  # in CI logs: a progress line every 30 s instead of a live bar
+        progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=args.quiet,
+                        file=sys.stderr, dynamic_ncols=interactive, mininterval=0.1 if interactive else 30)
+        recorder.progress = progress
+        work = plan(runnable, seed, shard, cases, lambda t, i: (t, seed, i) in done)
+        deadline = time.monotonic() + budget if budget else None
+        started = time.monotonic()
+        interrupted = False
+        timeout = args.timeout if args.timeout is not None else float(meta.get("timeout_s", DEFAULT_TIMEOUT_S))
+        try:
+            run_cases(work, recorder, args.jobs, timeout, deadline, meta.get("memory_limit"))
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            progress.close()
+        elapsed = time.monotonic() - started
+        table = pass_rate_table(store.frame())
+        write_tables(table, store.directory)
+        buckets = bucket_table(store.frame())
+        if args.reduce and not buckets.empty and not interrupted:
+            print(f"reducing the representatives of {len(buckets)} bucket(s)...", file=sys.stderr)
+            reduce_representatives(store, buckets, specs_by_name(targets), timeout, args.reduce_tries, args.jobs)
+        write_atomically(store.directory / "buckets.md", render(buckets.drop(columns=["report"]), "md") + "\n")
     finally:
-        progress.close()
-    elapsed = time.monotonic() - started
-    table = pass_rate_table(store.frame())
-    write_tables(table, store.directory)
-    buckets = bucket_table(store.frame())
-    if args.reduce and not buckets.empty and not interrupted:
-        print(f"reducing the representatives of {len(buckets)} bucket(s)...", file=sys.stderr)
-        reduce_representatives(store, buckets, specs_by_name(targets), timeout, args.reduce_tries, args.jobs)
-    write_atomically(store.directory / "buckets.md", render(buckets.drop(columns=["report"]), "md") + "\n")
-    store.close()
+        store.close()  # and its lock: a failed run (a full disk, ...) leaves the campaign resumable
     return Campaign(store.directory, tuple(targets), table, buckets, recorder.counts, elapsed, interrupted)
 
 

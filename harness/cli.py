@@ -410,11 +410,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import errno
+    import sqlite3
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except UsageError as exc:
         print(f"layoutfuzz: error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, sqlite3.OperationalError) as exc:  # out of disk: everything recorded so far is kept
+        full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in str(exc)
+        if not full:
+            raise
+        out = getattr(args, "out", None) or getattr(args, "root", "")
+        print(f"layoutfuzz: error: no space left on the disk ({exc}); what was recorded is kept: free space, then run "
+              f"the same command again" + (f" (for a campaign: layoutfuzz run --out {out} --resume)" if out else ""), file=sys.stderr)
         return 2
 
 

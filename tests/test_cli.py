@@ -224,3 +224,29 @@ def test_a_second_writer_of_a_campaign_is_refused_in_one_line(tmp_path):
         out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
     assert (tmp_path / "out" / "table.md").exists()
+
+
+def test_a_full_disk_is_one_line_and_the_store_stays_resumable(tmp_path, monkeypatch, capsys):
+    # issue 19: 7 of 7 disk-full trials ended with a raw traceback
+    import errno
+
+    from harness import cli
+    from reports.store import Store
+
+    real, calls = Store.record, []
+
+    def record(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "record", record)
+    out = str(tmp_path / "out")
+    assert cli.main(["run", "--target", "tests.crashy_target:SlowTarget", "--cases", "8", "--jobs", "1", "-q", "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err[-1:]) == 1 and "no space left on the disk" in err[-1] and "--resume" in err[-1]
+    monkeypatch.setattr(Store, "record", real)
+    assert cli.main(["run", "--out", out, "--resume", "-q"]) == 0  # the rest runs once there is room
+    db = Store(out, create=False)
+    assert len(db.recorded()) == 8
