@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from oracles.cute import ComposedLayout, Layout, Swizzle, parse_layout
 
-pycute = pytest.importorskip("pycute", reason="pycute ships in the nvidia-cutlass wheel (the [test] extra)")
+pycute = pytest.importorskip("pycute", reason="pycute ships in the nvidia-cutlass wheel (the [crosscheck] extra; CI installs it)")
 
 
 @st.composite

@@ -64,7 +64,7 @@ def test_compare_windows_reports_cells():
 
 
 def test_kernel_compiles_for_sm_90a_without_a_gpu():
-    pytest.importorskip("cuda.core", reason="needs cuda.core (the [gpu] or [test] extra)")
+    pytest.importorskip("cuda.core", reason="needs cuda.core (the [cuda] or [gpu] extra; CI installs it)")
     from gpu.device import compile_kernel
 
     try:

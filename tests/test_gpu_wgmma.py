@@ -61,7 +61,7 @@ def test_decode_reads_digits_back_into_addresses(index):
 
 
 def test_probe_kernel_compiles_for_sm_90a_without_a_gpu():
-    pytest.importorskip("cuda.core", reason="needs cuda.core (the [gpu] or [test] extra)")
+    pytest.importorskip("cuda.core", reason="needs cuda.core (the [cuda] or [gpu] extra; CI installs it)")
     from gpu.device import compile_kernel
 
     try:

@@ -21,3 +21,15 @@ def test_ci_runs_readme_command_2():
 
 def test_readme_command_1_runs_a_campaign():
     assert "layoutfuzz run --budget 60s" in _commands()[0]
+
+
+def test_the_test_extra_leaves_out_what_makes_a_test_venv_heavy():
+    # issue 19: [test] pulled CUDA packages, NVRTC, nvidia-cutlass and numba/llvmlite (via galois): 1.6 GB; now
+    # about 0.98 GB measured with the CPU-only extra, the rest in [cuda] and [crosscheck], which CI installs
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    heavy = ("cuda", "nvidia", "cutlass", "galois", "numba", "torch")
+    assert not [d for d in extras["test"] if any(h in d for h in heavy)]
+    assert {"cuda", "crosscheck"} <= set(extras)
+    assert "pip install -q -e '.[test,cuda,crosscheck]'" in (ROOT / ".ci" / "run").read_text()
