@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import sys
 import tempfile
 import time
 import traceback
@@ -109,6 +110,19 @@ def _init_worker(log_dir: str, memory_limit: int | None = None) -> None:
     faulthandler.enable()  # a fatal signal leaves the Python frames in the log: the crash's top frames
 
 
+EXIT_DURING_CASE = 71  # the status a worker ends with when target code calls os._exit(0) mid-case
+
+
+def _exit_during_case(code: int = 0) -> None:
+    """``os._exit`` while a case runs: says so in the worker's log, and never ends with status 0."""
+    sys.stderr.flush()
+    os.write(2, f"\nerror: os._exit({code}) called while the case ran\n".encode())
+    _REAL_EXIT(code or EXIT_DURING_CASE)
+
+
+_REAL_EXIT = os._exit
+
+
 def _clear_worker_log() -> None:
     try:
         os.ftruncate(2, 0)
@@ -125,6 +139,7 @@ def evaluate(spec: str, case_json: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
 
     def finish(outcome: Outcome, detail: str = "", **extra: Any) -> dict[str, Any]:
+        os._exit = _REAL_EXIT
         if "mismatches" in extra:
             extra["mismatches"] = [clipped(str(m), MISMATCH_LIMIT) for m in extra["mismatches"]]
         result.update(outcome=outcome.value, detail=clipped(str(detail), DETAIL_LIMIT), duration_s=time.perf_counter() - start,
@@ -132,6 +147,7 @@ def evaluate(spec: str, case_json: str) -> dict[str, Any]:
         return result
 
     phase = "loading the target"
+    os._exit = _exit_during_case  # pebble reads a worker's exit status 0 as a normal end: the case would hang
     try:
         target = registry.load(spec)
         phase = "the oracle"

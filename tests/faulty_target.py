@@ -126,3 +126,18 @@ class HungryTarget(Target):
     def observed(self, case):
         block = bytearray(1 << 30)
         return case.params["value"] + block[-1]
+
+
+class QuittingTarget(Target):
+    """Its system under test ends the worker process with exit status 0, mid-case."""
+
+    name = "test.quitting"
+
+    def generate(self, source):
+        return {"value": source.integer(0, 1 << 20)}
+
+    def expected(self, case):
+        return case.params["value"]
+
+    def observed(self, case):
+        os._exit(0)

@@ -114,3 +114,13 @@ def test_a_case_past_the_memory_limit_is_a_crash_with_the_reason(tmp_path):
     assert free.returncode == 0 and "1 pass" in free.stderr
     bad = layoutfuzz("run", "--memory-limit", "lots", cwd=tmp_path)
     assert bad.returncode == 2 and "bad size" in bad.stderr
+
+
+def test_os_exit_0_in_target_code_is_a_crash_at_once_not_a_timeout(tmp_path):
+    # issue 19: os._exit(0) in a worker was recorded as a timeout (pebble reads exit status 0 as a normal end)
+    import time
+
+    start = time.monotonic()
+    rows = _campaign(tmp_path, "QuittingTarget", 2, 1, "SELECT outcome, detail FROM outcomes")
+    assert time.monotonic() - start < 25  # the campaign's timeout is the default 30 s: no case waited for it
+    assert list(rows) == ["crash"] and "os._exit(0) called while the case ran" in rows["crash"]
