@@ -4,7 +4,7 @@ byte for byte against the 5.5.7 oracle (``oracles.tma``), and the same boxes thr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache
 from math import prod
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from generators.case import Case
+from generators.shrink import replaced
 from generators.source import Source
 from gpu.targets import compare_windows
 from gpu.triton_targets import GluonKernelTarget
@@ -153,6 +154,28 @@ class TritonTma(GluonKernelTarget):
             raise ValueError("the row stride is not a multiple of 16 bytes")
         if (p["coord"][-1] * e) % 16:  # Triton's TMA tutorial; the H100 traps (illegal instruction) otherwise
             raise ValueError("the innermost coordinate is not 16-byte aligned")
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """The outermost dim dropped, a block or tensor dim halved, a coordinate moved to 0, less row
+        padding, fewer warps, a narrower swizzle; ``validate`` keeps the generator's rules."""
+        p = case.params
+        block, shape, coord = list(p["block"]), list(p["global_shape"]), list(p["coord"])
+        if len(block) > 2:
+            yield replaced(p, block=block[1:], global_shape=shape[1:], coord=coord[1:])
+        for d in range(len(block)):
+            if block[d] > 1:
+                yield replaced(p, block=block[:d] + [block[d] // 2] + block[d + 1:])
+            if shape[d] > 1:
+                yield replaced(p, global_shape=shape[:d] + [shape[d] // 2] + shape[d + 1:])
+            if coord[d]:
+                yield replaced(p, coord=coord[:d] + [0] + coord[d + 1:])
+        unit = 16 // (p["elem_bits"] // 8)
+        if p["row_pad"] >= unit:
+            yield replaced(p, row_pad=p["row_pad"] - unit)
+        if p["num_warps"] > 1:
+            yield replaced(p, num_warps=p["num_warps"] // 2)
+        if p["swizzle"]:
+            yield replaced(p, swizzle=p["swizzle"] // 2 if p["swizzle"] > 32 else 0)
 
     def family(self, case: Case) -> str:
         p = case.params

@@ -4,12 +4,13 @@ converted to an MMA type, against an exact integer reference (the paper's Table 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from generators.case import Case
+from generators.shrink import replaced
 from generators.source import Source
 from gpu.triton_targets import GluonKernelTarget
 from harness.compare import Comparison
@@ -87,6 +88,24 @@ class TritonWgmma(GluonKernelTarget):
             raise ValueError("a swizzle is wider than its operand's contiguous rows")
         if (p["M"] * p["K"] + p["K"] * p["N"]) * bits // 8 > SMEM_BYTES:
             raise ValueError("the operands do not fit the shared-memory budget")
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """A smaller N (with its instruction N), K or M, 4 warps, narrower swizzles; ``validate`` keeps
+        the generator's rules."""
+        p = case.params
+        if p["N"] > 8:
+            yield replaced(p, N=p["N"] // 2, instr_n=min(p["instr_n"], p["N"] // 2 // p["warps_per_cta"][1]))
+        if p["instr_n"] > 8:
+            yield replaced(p, instr_n=p["instr_n"] // 2)
+        if p["K"] > 256 // MMA_BITS[p["mma"]]:
+            yield replaced(p, K=p["K"] // 2)
+        if p["M"] > 64:
+            yield replaced(p, M=p["M"] // 2)
+        if p["num_warps"] == 8:
+            yield replaced(p, num_warps=4, warps_per_cta=[4, 1], M=64)
+        for key in ("a_swizzle", "b_swizzle"):
+            if p[key] > min(SWIZZLES):
+                yield replaced(p, **{key: p[key] // 2})
 
     def family(self, case: Case) -> str:
         return f"{case.params.get('a_dtype', '?')}/{case.params.get('b_dtype', '?')}"

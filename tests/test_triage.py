@@ -194,3 +194,30 @@ def test_the_shipped_ledger_knows_each_cpu_finding_by_its_root_cause(name):
     assert result.outcome in (Outcome.CRASH, Outcome.DIVERGE), result.detail
     known = ledger.load(Path(__file__).resolve().parent.parent / "layoutfuzz-known.toml")
     assert bucket_key(result) in known, root_cause(result)
+
+
+@pytest.mark.parametrize("name", ["triton.linear_layout", "triton.layouts", "triton.bank_conflicts", "triton.compile",
+                                  "triton.convert_layout", "tma.swizzle", "triton.tma", "triton.wgmma"])
+def test_each_targets_own_shrinks_offer_valid_smaller_cases(name):
+    # the reducer tries a target's own shrinks first: most generated cases must have a valid, smaller one
+    from generators.case import Case
+    from harness.reduce import size
+    from harness.registry import load
+    from harness.runner import make_case
+
+    target = load(name)
+    with_valid = 0
+    for index in range(30):
+        case = make_case(target, 0, index)
+        valid = []
+        for params in target.shrink(case):
+            smaller = Case(case.target, case.seed, case.index, params)
+            try:
+                target.validate(smaller)
+            except (ValueError, KeyError, TypeError):
+                continue
+            if size(params) < size(case.params):  # what the reducer accepts as a step
+                valid.append(smaller)
+        with_valid += bool(valid)
+        assert case.params == make_case(target, 0, index).params  # shrinking never edits the case it shrinks
+    assert with_valid >= 15, f"only {with_valid} of 30 cases had a valid shrink of {name}'s own"
