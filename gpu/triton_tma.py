@@ -142,10 +142,19 @@ class TritonTma(GluonKernelTarget):
                 "coord": coord, "row_pad": row_pad, "num_warps": 1 << source.integer(0, 2)}
 
     def validate(self, case: Case) -> None:
+        """The generator's rules: 8-32-bit elements, a swizzle of 0-128 bytes, rank 2 or 3 throughout,
+        power-of-two block dims, boxes hanging at most half a block over an edge, 1-4 warps."""
         p = case.params
-        e = p["elem_bits"] // 8
-        if p["elem_bits"] not in INT_TYPES or p["swizzle"] not in (0, 32, 64, 128):
+        if p.get("elem_bits") not in INT_TYPES or p.get("swizzle") not in (0, 32, 64, 128):
             raise ValueError("elem_bits must be 8/16/32 and swizzle 0/32/64/128")
+        e = p["elem_bits"] // 8
+        block, shape, coord = p.get("block"), p.get("global_shape"), p.get("coord")
+        if not all(isinstance(x, list) for x in (block, shape, coord)) or not len(block) == len(shape) == len(coord) in (2, 3):
+            raise ValueError("block, global_shape and coord have the same rank, 2 or 3")
+        if p.get("num_warps") not in (1, 2, 4) or not isinstance(p.get("row_pad"), int) or p["row_pad"] < 0:
+            raise ValueError("num_warps is 1, 2 or 4, and row_pad a non-negative integer")
+        if any(n < 1 for n in shape) or any(not -b // 2 <= c <= n - 1 for c, b, n in zip(coord, block, shape)):
+            raise ValueError("each coordinate lies in its dim or at most half a block before it")
         if any(b & (b - 1) or not 1 <= b <= 256 for b in p["block"]) or prod(p["block"]) * e > MAX_BLOCK_BYTES:
             raise ValueError(f"block {p['block']}: powers of two up to 256, at most {MAX_BLOCK_BYTES} bytes")
         if p["block"][-1] * e < max(16, p["swizzle"]):

@@ -72,7 +72,17 @@ class TritonWgmma(GluonKernelTarget):
                 "use_acc": source.choice((True, False))}
 
     def validate(self, case: Case) -> None:
+        """The generator's rules (swizzles of 32-128 bytes, M of 64 or 128, N up to 256, K of 1-4
+        instructions, 4 or 8 warps as [4, 1], [8, 1] or [4, 2]) and what wgmma accepts."""
         p = case.params
+        if p.get("a_swizzle") not in SWIZZLES or p.get("b_swizzle") not in SWIZZLES:
+            raise ValueError(f"operand swizzles are one of {SWIZZLES}")
+        if p.get("M") not in (64, 128) or not 8 <= p.get("N", 0) <= 256 or p.get("instr_n") not in (8, 16, 32, 64, 128, 256):
+            raise ValueError("M is 64 or 128, N from 8 to 256, instr_n a power of two from 8 to 256")
+        if (p.get("num_warps"), list(p.get("warps_per_cta", []))) not in ((4, [4, 1]), (8, [8, 1]), (8, [4, 2])):
+            raise ValueError("4 warps as [4, 1], or 8 as [8, 1] or [4, 2]")
+        if p.get("mma") in MMA_BITS and p.get("K") not in [256 // MMA_BITS[p["mma"]] * k for k in (1, 2, 4)]:
+            raise ValueError("K is 1, 2 or 4 instructions deep")
         if p["a_dtype"] not in STORAGE or p["b_dtype"] not in STORAGE or p["mma"] not in MMA_BITS:
             raise ValueError(f"types: storage one of {sorted(STORAGE)}, mma one of {sorted(MMA_BITS)}")
         if p["acc"] not in ACCUMULATORS[p["mma"]]:
