@@ -10,7 +10,8 @@ import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,19 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """All of the block's writes or none, on a connection in autocommit mode (``isolation_level=None``,
+    where ``with db:`` opens no transaction)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 class DirectoryLock:
@@ -143,13 +157,8 @@ class Store:
 
     def set_meta(self, values: Mapping[str, Any]) -> None:
         """All the settings or none (autocommit mode would keep some of them on a failure)."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(self.db):
             self.db.executemany("INSERT OR REPLACE INTO campaign VALUES (?, ?)", [(k, json.dumps(v)) for k, v in values.items()])
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
 
 
     # ---- outcomes ------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from generators.case import Case
+from reports.store import transaction
 
 HISTORY = "history.sqlite"
 SCHEMA = """
@@ -113,8 +114,7 @@ class Triage:
         ``version``: target -> version of its system under test."""
         known = set(known)
         causes = self.causes()
-        rows = []
-        with self.db:
+        with transaction(self.db):
             self.db.execute("DELETE FROM verdicts WHERE night = ?", (night,))  # a resumed night is judged anew
             for row in buckets.itertuples():
                 cause = causes.get(row.bucket)
@@ -128,7 +128,7 @@ class Triage:
                 else:
                     verdict = NEW
                 self._remember(row, cause, night, version.get(row.target, ""), reproducers.get(row.bucket), specs)
-                rows.append(self._verdict(night, row.bucket, verdict, int(row.cases), version.get(row.target, "")))
+                self._verdict(night, row.bucket, verdict, int(row.cases), version.get(row.target, ""))
             seen = set(buckets["bucket"]) if not buckets.empty else set()
             for bucket, replay in replays.items():
                 if bucket in seen or bucket not in causes:
@@ -144,7 +144,7 @@ class Triage:
                     verdict = FIXED
                     self.db.execute("UPDATE root_causes SET status='fixed', fixed_night=?, fixed_version=? WHERE bucket=?",
                                     (night, v, bucket))
-                rows.append(self._verdict(night, bucket, verdict, 0, v))
+                self._verdict(night, bucket, verdict, 0, v)
         return self.table(night)
 
     def _remember(self, row, cause: RootCause | None, night: str, version: str, reproducer: tuple[Case, bool] | None,
@@ -165,9 +165,8 @@ class Triage:
             " fixed_night=NULL, fixed_version=NULL" + (", reproducer=?, reduced=?" if better else "") + " WHERE bucket=?",
             (families, night, version, *((case.to_json(), int(reduced)) if better else ()), row.bucket))
 
-    def _verdict(self, night: str, bucket: str, verdict: str, cases: int, version: str) -> str:
+    def _verdict(self, night: str, bucket: str, verdict: str, cases: int, version: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?)", (night, bucket, verdict, cases, version))
-        return verdict
 
     def table(self, night: str | None = None) -> pd.DataFrame:
         """Root causes with tonight's verdict (or, without a night, the latest one each had)."""
