@@ -17,11 +17,18 @@ class Custom(BaseException):
 RAISES = (lambda: sys.exit(0), lambda: (_ for _ in ()).throw(KeyboardInterrupt()), lambda: (_ for _ in ()).throw(Custom("x")))
 
 
-class ExitingTarget(Target):
-    name = "test.exiting"
+class ValueTarget(Target):
+    """A case is a number; the oracle says it back. Subclasses misbehave in ``observed``."""
 
     def generate(self, source):
         return {"value": source.integer(0, 1 << 20)}
+
+    def expected(self, case):
+        return case.params["value"]
+
+
+class ExitingTarget(ValueTarget):
+    name = "test.exiting"
 
     def family(self, case):
         return ("exit", "interrupt", "custom", "oracle-exit", "pass")[case.index % 5]
@@ -37,16 +44,10 @@ class ExitingTarget(Target):
         return case.params["value"]
 
 
-class AbortingTarget(Target):
+class AbortingTarget(ValueTarget):
     """Every other case aborts its worker: workers die back to back."""
 
     name = "test.aborting"
-
-    def generate(self, source):
-        return {"value": source.integer(0, 1 << 20)}
-
-    def expected(self, case):
-        return case.params["value"]
 
     def observed(self, case):
         if case.index % 2:
@@ -54,13 +55,10 @@ class AbortingTarget(Target):
         return case.params["value"]
 
 
-class HugeTarget(Target):
+class HugeTarget(ValueTarget):
     """Even cases: a 20-million-character observed value (and mismatch); odd: 30 MB of output, then abort."""
 
     name = "test.huge"
-
-    def generate(self, source):
-        return {"value": source.integer(0, 1 << 20)}
 
     def expected(self, case):
         return "x"
@@ -74,16 +72,10 @@ class HugeTarget(Target):
         return "y" * 20_000_000
 
 
-class ForkingTarget(Target):
+class ForkingTarget(ValueTarget):
     """Starts a long ``sleep`` child, then crashes (odd cases) or hangs (even cases)."""
 
     name = "test.forking"
-
-    def generate(self, source):
-        return {"value": source.integer(0, 1 << 20)}
-
-    def expected(self, case):
-        return case.params["value"]
 
     def observed(self, case):
         import subprocess
@@ -95,7 +87,7 @@ class ForkingTarget(Target):
         time.sleep(3600)
 
 
-class DriftingTarget(Target):
+class DriftingTarget(ValueTarget):
     """Draws from the global random state, not from its source: the same id, another case each time."""
 
     name = "test.drifting"
@@ -105,39 +97,24 @@ class DriftingTarget(Target):
 
         return {"value": random.getrandbits(30)}
 
-    def expected(self, case):
-        return case.params["value"]
-
     def observed(self, case):
         return case.params["value"]
 
 
-class HungryTarget(Target):
+class HungryTarget(ValueTarget):
     """Its system under test takes a gibibyte."""
 
     name = "test.hungry"
-
-    def generate(self, source):
-        return {"value": source.integer(0, 1 << 20)}
-
-    def expected(self, case):
-        return case.params["value"]
 
     def observed(self, case):
         block = bytearray(1 << 30)
         return case.params["value"] + block[-1]
 
 
-class QuittingTarget(Target):
+class QuittingTarget(ValueTarget):
     """Its system under test ends the worker process with exit status 0, mid-case."""
 
     name = "test.quitting"
-
-    def generate(self, source):
-        return {"value": source.integer(0, 1 << 20)}
-
-    def expected(self, case):
-        return case.params["value"]
 
     def observed(self, case):
         os._exit(0)
