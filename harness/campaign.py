@@ -60,6 +60,18 @@ def specs_by_name(targets: list[tuple[str, Target]]) -> dict[str, str]:
     return {target.name: spec for spec, target in targets}
 
 
+def campaign_targets(store: Store) -> dict[str, tuple[str, Target]]:
+    """Target name -> (spec, target) of each target a stored campaign ran that still loads here."""
+    out = {}
+    for spec in store.meta().get("targets", []):
+        try:
+            target = load_target(spec)
+        except UsageError:  # a plug-in no longer installed: its rows still show, without its hooks
+            continue
+        out[target.name] = (spec, target)
+    return out
+
+
 def system_version(target: Target) -> str:
     """The version of a target's system under test: its required packages that are installed."""
     found = []

@@ -14,12 +14,12 @@ from generators.case import Case, parse_case_id
 from harness import registry
 from harness.campaign import (
     UsageError,
+    campaign_targets,
     load_target,
     open_store,
     reduced_path,
     replay_command,
     save_reduction,
-    specs_by_name,
 )
 from harness.runner import Result, Runner, make_case
 from harness.target import Outcome, Target
@@ -59,8 +59,7 @@ def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] 
         store = open_store(args.out)
         try:
             if not args.target:  # the campaign's own spec for this name
-                campaign = [(s, load_target(s)) for s in store.meta().get("targets", [])]
-                spec = specs_by_name(campaign).get(target_name, spec)
+                spec = campaign_targets(store).get(target_name, (spec,))[0]
             found = store.find(args.case)
         finally:
             store.close()

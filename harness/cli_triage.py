@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
-from harness.campaign import UsageError, load_target, open_store
+from harness.campaign import UsageError, campaign_targets, open_store, reduced_path, replay_command
 from harness.nightly import root_cause_table, run_night
 from harness.target import PARTIES
 from reports import ledger as ledger_file
@@ -25,14 +24,13 @@ from reports.triage import FAILING, Triage, TriageError
 
 
 def _night(text: str | None) -> str:
+    """The night's date, YYYY-MM-DD (default: today, UTC)."""
     date = text or time.strftime("%Y-%m-%d", time.gmtime())
     try:
-        return datetime.date.fromisoformat(date).isoformat() if len(date) == 10 else _bad_date(date)
+        if len(date) == 10:
+            return datetime.date.fromisoformat(date).isoformat()
     except ValueError:
-        return _bad_date(date)
-
-
-def _bad_date(date: str) -> str:
+        pass
     raise UsageError(f"bad date {date!r}: expected YYYY-MM-DD")
 
 
@@ -59,7 +57,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     for row in failing.itertuples():
         print(f"{row.status.upper()}: {row.target} {row.outcome}: {row.signature}\n  attribution: {row.attribution}"
               f"\n  replay: {row.replay}", file=sys.stderr)
-    known = set(campaign.buckets["bucket"]) - set(failing["bucket"]) if not campaign.buckets.empty else set()
+    known = set(campaign.buckets["bucket"]) - set(failing["bucket"])
     write_atomically(out / "junit.xml", junit_xml(campaign.table, campaign.buckets, known, f"layoutfuzz nightly {night}"))
     record_night(Path(args.root), out.name, campaign.table)
     try:
@@ -86,15 +84,10 @@ def campaign_root_causes(directory: Path, known_path: str) -> pd.DataFrame:
     store = open_store(directory)
     try:
         buckets = bucket_table(store.frame())
-        targets = {}
-        for spec in store.meta().get("targets", []):
-            try:
-                target = load_target(spec)
-                targets[target.name] = target
-            except UsageError:
-                pass
+        loaded = campaign_targets(store)
     finally:
         store.close()
+    targets = {name: target for name, (_, target) in loaded.items()}
     root = directory.resolve().parent
     if (root / "history.sqlite").exists():
         try:
@@ -109,21 +102,15 @@ def campaign_root_causes(directory: Path, known_path: str) -> pd.DataFrame:
     for b in buckets.itertuples():
         problem = known.get(b.bucket)
         blame = attribute(targets.get(b.target), b.outcome, b.signature, problem)
-        reduced = _reduced_file(directory, b.report)
+        reduced = reduced_path(directory / b.report) if b.report else None
+        if reduced is not None and reduced.exists():
+            reproducer, replay = f"reduced {reduced}", replay_command(reduced, b.target, loaded.get(b.target, (b.target,))[0])
+        else:
+            reproducer, replay = b.representative, f"layoutfuzz reproduce {b.representative} --out {directory}"
         rows.append({"status": f"known: {problem.status}" if problem else "open", "bucket": b.bucket, "target": b.target,
                      "outcome": b.outcome, "signature": b.signature, "attribution": str(blame), "cases": b.cases,
-                     "families": b.families, "reproducer": ("reduced " + reduced) if reduced else b.representative,
-                     "replay": f"layoutfuzz reproduce {reduced}" if reduced else f"layoutfuzz reproduce {b.representative} --out {directory}",
-                     "evidence": blame.evidence})
+                     "families": b.families, "reproducer": reproducer, "replay": replay, "evidence": blame.evidence})
     return pd.DataFrame(rows)
-
-
-def _reduced_file(directory: Path, report: str) -> str:
-    """The reduced case file a bucket's report names, if it was reduced."""
-    if not report or not (directory / report).exists():
-        return ""
-    name = json.loads((directory / report).read_text()).get("reduced_case_file")
-    return str(directory / "reports" / name) if name else ""
 
 
 def cmd_buckets(args: argparse.Namespace) -> int:

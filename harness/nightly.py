@@ -33,7 +33,9 @@ from reports.store import write_atomically
 from reports.tables import render
 from reports.triage import FAILING, Replay, Triage, TriageError
 
-REPRODUCERS = "reproducers"  # ROOT/reproducers/BUCKET.json: every root cause's replayable case
+REPRODUCERS = "reproducers"
+ROOT_CAUSE_COLUMNS = ["status", "bucket", "target", "outcome", "signature", "attribution", "cases", "families",
+                      "first seen", "last seen", "fixed in", "reproducer", "replay", "evidence"]  # ROOT/reproducers/BUCKET.json: every root cause's replayable case
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def root_cause_table(verdicts: pd.DataFrame, known: Mapping[str, ledger_file.Kno
             "evidence": blame.evidence,
         })
     order = {"new": 0, "regressed": 1, "fixed": 2, "persisting": 3}
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, columns=ROOT_CAUSE_COLUMNS)  # the columns even on a clean night
     if frame.empty:
         return frame
     return frame.sort_values(by=["status", "cases"], key=lambda c: c.map(lambda s: order.get(s, 4)) if c.name == "status" else -c,

@@ -221,3 +221,11 @@ def test_each_targets_own_shrinks_offer_valid_smaller_cases(name):
         with_valid += bool(valid)
         assert case.params == make_case(target, 0, index).params  # shrinking never edits the case it shrinks
     assert with_valid >= 15, f"only {with_valid} of 30 cases had a valid shrink of {name}'s own"
+
+
+def test_a_clean_night_exits_0_and_writes_its_junit(tmp_path):
+    # a night without a single problem still judges, reports and passes
+    night = layoutfuzz("nightly", "--root", "nights", "--date", "2026-04-01", "--targets", "tests.crashy_target:SlowTarget",
+                       "--budget", "2s", "--jobs", "2", "-q", "--known", "known.toml", cwd=tmp_path)
+    assert night.returncode == 0, night.stderr
+    assert (tmp_path / "nights" / "2026-04-01" / "junit.xml").exists()
