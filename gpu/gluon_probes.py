@@ -13,6 +13,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as ttgl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma
 
+from harness.triton_compat.gluon_ops import reinterpret, tma_load, tma_store
+
 
 @gluon.jit
 def _tid_like(offsets):
@@ -89,7 +91,7 @@ def shared_probe_2d(src, dst, raw, A: ttgl.constexpr, B: ttgl.constexpr, S: ttgl
     smem = ttgl.allocate_shared_memory(src.dtype.element_ty, [S0, S1], S, x)
     y = smem.load(B)
     ttgl.store(dst + _offsets_2d(B, S0, S1), y)
-    flat = smem._reinterpret(src.dtype.element_ty, [S0 * S1], ttgl.SwizzledSharedLayout(1, 1, 1, [0]))
+    flat = reinterpret(smem, src.dtype.element_ty, [S0 * S1], ttgl.SwizzledSharedLayout(1, 1, 1, [0]))
     of = ttgl.arange(0, S0 * S1, layout=F)
     ttgl.store(raw + of, flat.load(F))
 
@@ -103,15 +105,15 @@ def tma_probe(in_desc, out_desc, raw, fill, COORD: ttgl.constexpr, N: ttgl.const
     bar = ttgl.allocate_shared_memory(ttgl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
     mbarrier.expect(bar, in_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(in_desc, COORD, bar, smem)
+    tma_load(in_desc, COORD, bar, smem)
     mbarrier.wait(bar, phase=0)
     mbarrier.invalidate(bar)
     flat = ttgl.arange(0, N, layout=F)
-    ttgl.store(raw + flat, smem._reinterpret(in_desc.dtype, [N], flat_layout).load(F))
+    ttgl.store(raw + flat, reinterpret(smem, in_desc.dtype, [N], flat_layout).load(F))
     out = ttgl.allocate_shared_memory(out_desc.dtype, out_desc.block_type.shape, out_desc.layout)
-    out._reinterpret(out_desc.dtype, [N], flat_layout).store(ttgl.load(fill + flat))
+    reinterpret(out, out_desc.dtype, [N], flat_layout).store(ttgl.load(fill + flat))
     fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc, COORD, out)
+    tma_store(out_desc, COORD, out)
     tma.store_wait(0)
 
 

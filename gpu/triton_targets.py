@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
 from math import prod
-from typing import Any
+from typing import Any, ClassVar
 
 from generators.case import Case
 from generators.layouts import distributed_layout, split_bits
 from generators.shrink import drop_basis, joint_out_dim_halvings, replaced
 from generators.source import Source, permutation
 from generators.validity import check_layout_kind, check_shape, power_of_two
-from gpu.targets import GpuTarget
+from gpu.prebuilt import CompiledKernel, active_folder, folder_version, from_triton, kernel_path
+from gpu.targets import GpuTarget, cuda_device_availability
 from harness.capture import stderr_text
 from harness.compare import Comparison
 from harness.signatures import compile_error
+from harness.target import Availability, Unsupported
 from oracles.algorithms import conversion_plan
 from oracles.linear_layout import LinearLayout
 
@@ -26,13 +30,84 @@ class Rejected(Exception):
     """Triton refused to compile a kernel the oracle calls valid."""
 
 
+@dataclass(frozen=True)
+class KernelSpec:
+    """What compiling a case's kernel takes: the Gluon function, its pointer types, constexprs, warps."""
+
+    kernel: Any
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    num_warps: int
+
+
+@cache
+def _launcher():
+    from gpu.prebuilt import CubinLauncher
+
+    return CubinLauncher()
+
+
 class GluonKernelTarget(GpuTarget):
     """Base of the targets that compile a generated Gluon kernel per case and run it once.
 
-    A compiler failure is an answer, not a harness error: ``observed`` returns ``{"rejected": why}``
-    and ``compare`` calls it a divergence. A device fault ends the worker (``on_device``)."""
+    The kernel is compiled here by this process's Triton, or, where ``$LAYOUTFUZZ_KERNELS`` names a
+    folder of prebuilt kernels (``layoutfuzz kernels``), taken from there as another Triton compiled
+    it on any machine and launched through cuda.core, with no Triton here. A compiler failure is an
+    answer, not a harness error: ``observed`` returns ``{"rejected": why}`` and ``compare`` calls it a
+    divergence. A device fault ends the worker (``on_device``)."""
 
     needs = ("torch", "triton")
+    prebuilt: ClassVar[bool] = False  # whether its kernels can be compiled ahead and run without Triton (kernel_spec)
+
+    def availability(self) -> Availability:
+        folder = active_folder()
+        if folder is None:
+            return super().availability()
+        if not self.prebuilt:
+            return Availability(False, "its kernels are not yet launched without Triton (they take tensor descriptors)")
+        if not folder.is_dir():
+            return Availability(False, f"no prebuilt kernels in {folder}")
+        return cuda_device_availability(9, ("torch", "cuda.core"))
+
+    def versions(self) -> Mapping[str, str]:
+        folder = active_folder()
+        extra = {"kernels compiled by": f"triton {folder_version(folder)}"} if folder is not None else {}
+        return {**super().versions(), **extra}
+
+    def kernel_spec(self, case: Case) -> KernelSpec:
+        """The kernel case ``case`` runs (needs Triton)."""
+        raise NotImplementedError
+
+    def compile(self, case: Case) -> CompiledKernel:
+        """The case's kernel compiled for sm_90a by this process's Triton, on any machine, or the
+        compiler's error (as ``rejected``)."""
+        import triton
+
+        spec = self.kernel_spec(case)
+        diagnostics: list[str] = []
+        try:
+            with stderr_text() as diagnostics:
+                compiled = compile_for_sm90(spec.kernel, spec.signature, spec.constexprs, spec.num_warps)
+        except Exception as exc:
+            return CompiledKernel(getattr(spec.kernel, "__name__", "?"), triton.__version__,
+                                  rejected=compile_error(exc, "".join(diagnostics)))
+        return from_triton(compiled)
+
+    def execute(self, case: Case, *buffers: Any) -> None:
+        """Runs the case's kernel once on ``buffers`` (its pointer arguments): compiled by this Triton,
+        or prebuilt (``$LAYOUTFUZZ_KERNELS``)."""
+        folder = active_folder()
+        if folder is None:
+            spec = self.kernel_spec(case)
+            self.launch(spec.kernel, *buffers, **spec.constexprs, num_warps=spec.num_warps)
+            return
+        path = kernel_path(folder, self.name, case.params)
+        if not path.is_file():
+            raise Unsupported(f"no kernel of this case in {folder}: compile it with `layoutfuzz kernels`")
+        kernel = CompiledKernel.from_json(path.read_text())
+        if kernel.rejected:
+            raise Rejected(kernel.rejected)
+        _launcher().launch(kernel, *buffers)
 
     def observed(self, case: Case) -> Any:
         try:
@@ -74,13 +149,17 @@ class GluonKernelTarget(GpuTarget):
 
 
 def compile_for_sm90(kernel: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], num_warps: int) -> Any:
-    """Compile a Gluon kernel for sm_90a without a device (what CI checks of the GPU targets)."""
+    """Compile a Gluon kernel for sm_90a without a device, as a launch with 16-byte aligned buffers
+    compiles it (pointer arguments marked ``tt.divisibility`` 16, as Triton's JIT marks torch tensors)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
+    names = list(getattr(kernel, "arg_names", [])) or [*signature, *constexprs]
     signature = {**signature, **{name: "constexpr" for name in constexprs}}
-    return triton.compile(GluonASTSource(kernel, signature, dict(constexprs)), target=GPUTarget("cuda", 90, 32),
+    signature = {name: signature[name] for name in names if name in signature}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(signature) if signature[name].startswith("*")}
+    return triton.compile(GluonASTSource(kernel, signature, dict(constexprs), attrs), target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": num_warps})
 
 
@@ -124,6 +203,7 @@ class TritonConvertLayout(GluonKernelTarget):
     layer = "Triton's lowering (convert_layout)"
     description = "Gluon convert_layout between random distributed linear layouts on the GPU: data and holders"
     requires = ("cuda device sm_90", "triton", "torch")
+    prebuilt = True
 
     def generate(self, source: Source) -> dict[str, Any]:
         rank = source.integer(1, 3)
@@ -204,8 +284,6 @@ class TritonConvertLayout(GluonKernelTarget):
     def run(self, case: Case) -> Any:
         import torch
 
-        from gpu.gluon_probes import CONVERT_PROBES
-
         p = case.params
         shape = list(p["shape"])
         dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
@@ -216,11 +294,19 @@ class TritonConvertLayout(GluonKernelTarget):
         dst = torch.zeros_like(src)
         tid_a = torch.full((numel,), -1, dtype=torch.int32, device="cuda")
         tid_b = torch.full((numel,), -1, dtype=torch.int32, device="cuda")
-        sizes = {f"S{i}": s for i, s in enumerate(shape)}
-        kernel = CONVERT_PROBES[len(shape)]
-        self.launch(kernel, src, dst, tid_a, tid_b, A=gluon_layout(LinearLayout.from_dict(p["a"]), shape),
-                    B=gluon_layout(LinearLayout.from_dict(p["b"]), shape), num_warps=p["num_warps"], **sizes)
+        self.execute(case, src, dst, tid_a, tid_b)
         return {"data_mismatches": int((dst != src).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
+
+    def kernel_spec(self, case: Case) -> KernelSpec:
+        from gpu.gluon_probes import CONVERT_PROBES
+
+        p = case.params
+        shape = list(p["shape"])
+        pointer = POINTERS[p["elem_bits"]]
+        constexprs = {"A": gluon_layout(LinearLayout.from_dict(p["a"]), shape), "B": gluon_layout(LinearLayout.from_dict(p["b"]), shape),
+                      **{f"S{i}": s for i, s in enumerate(shape)}}
+        return KernelSpec(CONVERT_PROBES[len(shape)], {"src": pointer, "dst": pointer, "tid_a": "*i32", "tid_b": "*i32"},
+                          constexprs, p["num_warps"])
 
 
 class TritonSharedMemory(GluonKernelTarget):
@@ -228,6 +314,7 @@ class TritonSharedMemory(GluonKernelTarget):
     layer = "Triton's lowering (shared-memory stores and loads)"
     description = "Gluon shared-memory round trips on the GPU: data, and the raw placement vs the memory-layout oracle"
     requires = ("cuda device sm_90", "triton", "torch")
+    prebuilt = True
 
     def generate(self, source: Source) -> dict[str, Any]:
         from generators import legacy_layouts
@@ -278,8 +365,7 @@ class TritonSharedMemory(GluonKernelTarget):
             placement.append(where["dim0"] * s1 + where["dim1"])
         return {"data_mismatches": 0, "placement": placement}
 
-    def run(self, case: Case) -> Any:
-        import torch
+    def kernel_spec(self, case: Case) -> KernelSpec:
         from triton.experimental.gluon import language as ttgl
 
         from gpu.gluon_probes import shared_probe_2d
@@ -288,14 +374,21 @@ class TritonSharedMemory(GluonKernelTarget):
 
         p = case.params
         s0, s1 = p["shape"]
+        shared = shared_linear(p["offset_bases"]) if "offset_bases" in p else to_gluon(tl.from_dict(p["shared"]))
+        constexprs = {"A": gluon_layout(LinearLayout.from_dict(p["a"]), p["shape"]), "B": gluon_layout(LinearLayout.from_dict(p["b"]), p["shape"]),
+                      "S": shared, "F": ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0]), "S0": s0, "S1": s1}
+        pointer = POINTERS[p["elem_bits"]]
+        return KernelSpec(shared_probe_2d, {"src": pointer, "dst": pointer, "raw": pointer}, constexprs, p["num_warps"])
+
+    def run(self, case: Case) -> Any:
+        import torch
+
+        p = case.params
+        s0, s1 = p["shape"]
         numel = s0 * s1
         dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
         src = torch.arange(numel, dtype=torch.int64).to(dtype).cuda()  # element ids (mod 2^bits)
         dst, raw = torch.zeros_like(src), torch.zeros_like(src)
-        shared = shared_linear(p["offset_bases"]) if "offset_bases" in p else to_gluon(tl.from_dict(p["shared"]))
-        flat = ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0])
-        self.launch(shared_probe_2d, src, dst, raw, A=gluon_layout(LinearLayout.from_dict(p["a"]), p["shape"]),
-                    B=gluon_layout(LinearLayout.from_dict(p["b"]), p["shape"]), S=shared, F=flat, S0=s0, S1=s1,
-                    num_warps=p["num_warps"])
+        self.execute(case, src, dst, raw)
         placement = (raw.cpu().to(torch.int64) & ((1 << p["elem_bits"]) - 1)).tolist()  # ids are exact: numel <= 2^bits
         return {"data_mismatches": int((dst != src).sum()), "placement": placement}

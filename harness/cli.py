@@ -23,6 +23,7 @@ from harness.campaign import (
 )
 from harness.cli_cases import cmd_reduce, cmd_reproduce
 from harness.cli_triage import add_known_parser, campaign_root_causes, cmd_buckets, cmd_diff, cmd_nightly, diff_summary
+from harness.cli_versions import add_version_parsers
 from harness.runner import Shard
 from reports.buckets import bucket_table, diff_buckets
 from reports.junit import junit_xml
@@ -333,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "id TARGET/SEED/INDEX. Exit 0 if it passes, 1 if it still diverges (or crashes, ...).")
     _case_arguments(rep)
     rep.add_argument("--verbose", "-v", action="store_true", help="print expected and observed in full")
+    rep.add_argument("--json", metavar="FILE", help="also write the verdict as JSON: outcome, root-cause signature, bucket, versions")
     rep.set_defaults(func=cmd_reproduce)
 
     red = sub.add_parser("reduce", help="shrink a failing case while it fails the same way",
@@ -398,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.set_defaults(func=cmd_diff)
 
     add_known_parser(sub)
+    add_version_parsers(sub, parse_positive_duration, positive_int, job_count, seed_int)
 
     table = sub.add_parser("table", help="print the pass-rate table of a campaign")
     table.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT})")

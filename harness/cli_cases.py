@@ -23,7 +23,7 @@ from harness.campaign import (
 )
 from harness.runner import Result, Runner, make_case
 from harness.target import Outcome, Target
-from reports.store import DB_NAME
+from reports.store import DB_NAME, write_atomically
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,20 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if named.report is not None:
         same = named.report.get("outcome") == result.outcome.value
         print(f"reported outcome: {named.report.get('outcome')} -> {'reproduced' if same else 'NOT reproduced'}")
+    if args.json:
+        write_atomically(Path(args.json), json.dumps(verdict(result), indent=1) + "\n")
     return 0 if result.outcome is Outcome.PASS else 1
+
+
+def verdict(result: Result) -> dict[str, Any]:
+    """What a replay gave, for tools (``bisect`` reads it): outcome, root cause, bucket, versions."""
+    from harness.signatures import root_cause
+    from reports.report import bucket_key, environment_versions
+
+    failed = result.outcome is not Outcome.PASS
+    return {"case": result.case.case_id, "target": result.case.target, "outcome": result.outcome.value,
+            "signature": root_cause(result) if failed else "", "bucket": bucket_key(result) if failed else "",
+            "versions": environment_versions()}
 
 
 def _reduced_file(args: argparse.Namespace, named: NamedCase) -> Path:

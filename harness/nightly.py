@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +28,7 @@ from harness.campaign import (
 from harness.runner import Runner
 from harness.signatures import root_cause
 from harness.target import Target
+from harness.triton_compat import parse_version
 from reports import ledger as ledger_file
 from reports.attribution import attribute
 from reports.store import write_atomically
@@ -125,6 +127,30 @@ def write_reproducers(root: Path, triage: Triage) -> None:
             write_atomically(path, text)
 
 
+def triton_release(version: str) -> str | None:
+    """The Triton release in a system version ('triton 3.9.0, torch 2.11' -> '3.9.0'), if any."""
+    match = re.search(r"\btriton (\d+\.\d+\.\d+)", version or "")
+    return match[1] if match else None
+
+
+def record_fixes(path: str | Path, known: Mapping[str, ledger_file.KnownProblem], triage: Triage, night: str) -> list[str]:
+    """Known root causes whose reproducer passed tonight under a Triton release the ledger's range still
+    calls bad: the ledger records the release as their first good one. Returns the buckets updated."""
+    updated = []
+    for bucket, cause in triage.causes().items():
+        problem = known.get(bucket)
+        release = triton_release(cause.fixed_version or "")
+        if problem is None or cause.status != "fixed" or cause.fixed_night != night or release is None:
+            continue
+        if problem.first_good and parse_version(problem.first_good) <= parse_version(release):
+            continue  # the range already says so
+        ledger_file.add(path, replace(problem, first_good=release,
+                                      bisected=f"{problem.bisected + '; ' if problem.bisected else ''}nightly {night}: passes under {release}"))
+        print(f"{problem.title}: fixed in Triton {release} (its reproducer passes tonight); recorded in {path}", file=sys.stderr)
+        updated.append(bucket)
+    return updated
+
+
 def run_night(args: argparse.Namespace, night: str, out: Path, run_args: argparse.Namespace) -> Night:
     """Replay, explore, reduce, judge; remember the verdicts and write the root-cause table."""
     root = Path(args.root)
@@ -147,6 +173,7 @@ def run_night(args: argparse.Namespace, night: str, out: Path, run_args: argpars
         specs = {t.name: spec for spec, t in campaign.targets}
         verdicts = triage.judge(night, versions, campaign.buckets, reproducers_of(campaign), replays, known, specs)
         write_reproducers(root, triage)
+        record_fixes(args.known, known, triage, night)
     finally:
         triage.close()
     table = root_cause_table(verdicts, known, root, by_name)

@@ -12,6 +12,7 @@ ENTRY_POINT_GROUP = "layoutfuzz.targets"
 BUILTIN: dict[str, str] = {
     "triton.linear_layout": "harness.targets.triton_linear_layout:TritonLinearLayout",
     "triton.layouts": "harness.targets.triton_layouts:TritonLayouts",
+    "triton.shared_layouts": "harness.targets.triton_shared_layouts:TritonSharedLayouts",
     "triton.bank_conflicts": "harness.targets.triton_bank_conflicts:TritonBankConflicts",
     "triton.compile": "harness.targets.triton_compile:TritonCompile",
     "tma.swizzle": "gpu.targets:TmaSwizzle",

@@ -38,6 +38,21 @@ class KnownProblem:
     layer: str = ""
     link: str = ""
     note: str = ""
+    reproducer: str = ""  # a reduced case that shows it (a path from the ledger's folder); `bisect` replays it
+    first_bad: str = ""  # the regression range `layoutfuzz bisect` found: '<=3.6.0', '3.7.0', ...
+    first_good: str = ""  # the first release where the reproducer passes again ('' if still bad)
+    bisected: str = ""  # the releases replayed and what each gave: '3.6.0 bad, 3.8.0 good, 3.9.0 good'
+
+    def present_in(self, version: str) -> bool | None:
+        """Whether the problem is present in Triton ``version`` by its recorded range (None: no range)."""
+        from harness.triton_compat import parse_version
+
+        if not self.first_bad:
+            return None
+        low = self.first_bad.removeprefix("<=")
+        v = parse_version(version)
+        after_start = self.first_bad.startswith("<=") or v >= parse_version(low)
+        return after_start and (not self.first_good or v < parse_version(self.first_good))
 
     @property
     def bucket(self) -> str:

@@ -14,10 +14,12 @@ from oracles import triton_layouts as tl
 from tests.test_cli import layoutfuzz
 
 pytest.importorskip("triton.experimental.gluon", reason="needs Triton with Gluon")
+import triton  # noqa: E402
 
 from harness.targets.triton_bank_conflicts import TritonBankConflicts  # noqa: E402
 from harness.targets.triton_compile import TritonCompile, ptx_counts  # noqa: E402
 from harness.targets.triton_layouts import TritonLayouts  # noqa: E402
+from harness.triton_compat import at_least  # noqa: E402
 
 
 def test_campaign_prints_families_with_shared_layout_aborts_as_crash_rows(tmp_path):
@@ -29,10 +31,28 @@ def test_campaign_prints_families_with_shared_layout_aborts_as_crash_rows(tmp_pa
     db = sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite")
     rows = db.execute("SELECT family, outcome, detail FROM outcomes WHERE target='triton.layouts'").fetchall()
     shared = [r for r in rows if r[0].endswith("_shared")]
-    assert shared and all(o == "crash" and "SIGABRT" in d for _, o, d in shared)  # the 3.6.0 abort, isolated
+    assert shared
+    if shared_abort().present_in(triton.__version__):  # the 3.6.0 abort, isolated
+        assert all(o == "crash" and "SIGABRT" in d for _, o, d in shared)
+    else:
+        assert not [r for r in shared if r[1] == "crash"]
     assert all(o == "pass" for f, o, _ in rows if not f.endswith("_shared"))  # and the run went on
     metrics = db.execute("SELECT metrics FROM outcomes WHERE target='triton.compile' AND metrics IS NOT NULL").fetchall()
     assert metrics and all("st.shared" in m[0] for m in metrics)
+
+
+def transposed_nvmma(layout) -> bool:
+    return bool(layout) and layout.get("kind") == "nvmma_shared" and layout.get("transposed")
+
+
+def shared_abort():
+    """The ledger's entry for the shared-layout abort of to_linear_layout (its range says which Tritons have it)."""
+    from pathlib import Path
+
+    from reports import ledger
+
+    known = ledger.load(Path(__file__).resolve().parent.parent / "layoutfuzz-known.toml").values()
+    return next(p for p in known if p.reproducer.endswith("layouts-shared-abort.json"))
 
 
 def _first(target, seed, predicate, limit=400) -> Case:
@@ -76,6 +96,8 @@ def test_bank_conflicts_agree_when_vectors_cover_a_bank():
             continue
         if case.params["shape"][0] * case.params["elem_bits"] < 1024 and len(case.params["shape"]) == 1:
             continue  # tiny 1-D tensors abort Triton (pinned below); never in-process
+        if transposed_nvmma(case.params.get("shared")) and at_least("3.9.0"):
+            continue  # 3.9.0 lays transposed NVMMA buffers out otherwise than 3.6.0 and the oracle (docs/findings.md)
         assert target.compare(case, expected, target.observed(case)).ok, case.params
         checked += 1
     assert checked > 20

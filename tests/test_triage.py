@@ -171,29 +171,39 @@ def test_every_reduced_case_of_a_campaign_is_a_valid_input(tmp_path):
         assert report["reduced_fixpoint"] is True and len(case.params_json) <= len(json.dumps(report["case"]["params"]))
 
 
-CASES = Path(__file__).resolve().parent.parent / "docs" / "results" / "cases"
-CPU_FINDINGS = ("linear-layout-invert-and-compose-abort.json", "layouts-shared-abort.json",
-                "bank-conflicts-reshapeins-abort.json", "bank-conflicts-under-count.json")
+REPO = Path(__file__).resolve().parent.parent
+CPU_TARGETS = ("triton.linear_layout", "triton.layouts", "triton.bank_conflicts", "triton.compile")
+CPU_FINDINGS = sorted((p for p in ledger.load(REPO / "layoutfuzz-known.toml").values() if p.target in CPU_TARGETS),
+                      key=lambda p: p.reproducer)
 
 
-@pytest.mark.parametrize("name", CPU_FINDINGS)
-def test_the_shipped_ledger_knows_each_cpu_finding_by_its_root_cause(name):
-    # the reduced case of each finding of docs/findings.md, replayed now, lands in a bucket the ledger holds
-    pytest.importorskip("triton")
+def test_every_cpu_finding_of_the_ledger_has_a_reproducer_and_a_range():
+    assert len(CPU_FINDINGS) >= 4
+    for problem in CPU_FINDINGS:
+        assert (REPO / problem.reproducer).is_file(), problem.title
+        assert problem.first_bad and problem.bisected, f"bisect it: layoutfuzz bisect {problem.reproducer}"
+
+
+@pytest.mark.parametrize("problem", CPU_FINDINGS, ids=lambda p: Path(p.reproducer).stem)
+def test_each_cpu_finding_reproduces_exactly_where_its_range_says(problem):
+    # the ledger's range (from `layoutfuzz bisect`) says whether this Triton has the problem: where it does, the
+    # reduced case lands in the problem's bucket; where it does not, the case passes
+    triton = pytest.importorskip("triton")
     from generators.case import Case
     from harness.registry import load, resolve
     from harness.runner import Runner
     from reports.report import bucket_key
 
-    case = Case.from_dict(json.loads((CASES / name).read_text()))
+    case = Case.from_dict(json.loads((REPO / problem.reproducer).read_text()))
     target = load(case.target)
     target.validate(case)
     with Runner(jobs=1, timeout_s=120) as runner:
         runner.submit(resolve(case.target), case, target.family(case))
         (result,) = runner.results()
-    assert result.outcome in (Outcome.CRASH, Outcome.DIVERGE), result.detail
-    known = ledger.load(Path(__file__).resolve().parent.parent / "layoutfuzz-known.toml")
-    assert bucket_key(result) in known, root_cause(result)
+    if problem.present_in(triton.__version__):
+        assert bucket_key(result) == problem.bucket, (result.outcome, root_cause(result))
+    else:
+        assert result.outcome is Outcome.PASS, (triton.__version__, result.outcome, root_cause(result))
 
 
 @pytest.mark.parametrize("name", ["triton.linear_layout", "triton.layouts", "triton.bank_conflicts", "triton.compile",

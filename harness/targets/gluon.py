@@ -1,8 +1,8 @@
-"""Bridges from the oracle's legacy-layout dataclasses to Gluon's layout objects (Triton 3.6.0)."""
+"""Bridges from the oracle's legacy-layout dataclasses to Gluon's layout objects (Triton 3.6.0 and later;
+what differs between releases is in ``harness.triton_compat``)."""
 
 from __future__ import annotations
 
-from functools import cache
 from math import prod
 from typing import Any, ClassVar
 
@@ -23,16 +23,6 @@ class GluonTarget(Target):
         except Exception as exc:  # ImportError, or a broken binary wheel
             return Availability(False, f"Triton with Gluon is not importable: {exc}")
         return Availability(True)
-
-
-@cache
-def builder():
-    """One Gluon op builder per worker process (its MLIR context lives as long)."""
-    from triton._C.libtriton import gluon_ir, ir
-
-    context = ir.context()
-    ir.load_dialects(context)
-    return context, gluon_ir.GluonOpBuilder(context)
 
 
 def to_gluon(layout: tl.Layout) -> Any:

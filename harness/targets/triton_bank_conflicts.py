@@ -21,7 +21,8 @@ from generators.shrink import halve_out_dim, halved_sizes, narrower_element, rep
 from generators.source import Source
 from generators.validity import check_layout_kind, check_legacy, check_shape, legacy_from_params, legacy_kind
 from harness.compare import Comparison
-from harness.targets.gluon import GluonTarget, builder, shared_linear, to_gluon
+from harness.targets.gluon import GluonTarget, shared_linear, to_gluon
+from harness.triton_compat.builder import builder
 from oracles import triton_layouts as tl
 from oracles.algorithms import optimal_swizzle, shared_access
 from oracles.linear_layout import LinearLayout
@@ -145,7 +146,7 @@ class TritonBankConflicts(GluonTarget):
     def observed(self, case: Case) -> Any:
         p = case.params
         _, _, bases = self._layouts(case)
-        _, b = builder()
+        b = builder()
         dist = to_gluon(tl.from_dict(p["distributed"]))
         shared = to_gluon(tl.from_dict(p["shared"])) if bases is None else shared_linear(bases)
         try:

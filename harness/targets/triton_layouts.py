@@ -18,7 +18,9 @@ from generators.shrink import halved_sizes, legacy_shrinks, replaced
 from generators.source import Source
 from generators.validity import check_legacy, legacy_from_params, legacy_kind
 from harness.compare import Comparison, compare_values
-from harness.targets.gluon import GluonTarget, builder, to_gluon
+from harness.targets.gluon import GluonTarget, to_gluon
+from harness.triton_compat.builder import builder
+from harness.triton_compat.layouts import bases, in_triton_convention
 from oracles import triton_layouts as tl
 
 
@@ -69,19 +71,32 @@ class TritonLayouts(GluonTarget):
         return str(case.params.get("kind", "?"))
 
     def expected(self, case: Case) -> Any:
-        return layout_dict(tl.from_dict(case.params["layout"]).linear_layout(case.params["shape"]))
+        return in_triton_convention(case.params["kind"], layout_dict(tl.from_dict(case.params["layout"]).linear_layout(case.params["shape"])))
 
     def observed(self, case: Case) -> Any:
-        _, b = builder()
+        b = builder()
         gluon_layout = to_gluon(tl.from_dict(case.params["layout"]))
         try:
             result = b.to_linear_layout(gluon_layout._to_ir(b), list(case.params["shape"]))
         except Exception as exc:  # Triton refused a layout the oracle accepts
             return {"exception": f"{type(exc).__name__}: {exc}"}
-        out = {"register": result.reg_bases, "lane": result.lane_bases, "warp": result.warp_bases, "block": result.block_bases}
-        return {k: [list(b) for b in v] for k, v in out.items()}
+        return bases(result)
 
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
         if "exception" in observed:
             return Comparison(False, 1, (observed["exception"],), "exception", "Triton raised on a valid layout")
-        return compare_values(expected, observed)
+        verdict = compare_values(expected, observed)
+        if verdict.ok:
+            return verdict
+        return Comparison(False, verdict.mismatch_count, verdict.mismatches, layout_difference(expected, observed), verdict.note)
+
+
+def layout_difference(expected: dict[str, list], observed: dict[str, list]) -> str:
+    """A layout mismatch in the layout's own terms, without values: which input dims differ, and whether
+    in the number of bases (the size of the dim) or only in the bases themselves."""
+    parts = []
+    for dim in sorted(set(expected) | set(observed)):
+        want, got = expected.get(dim, []), observed.get(dim, [])
+        if want != got:
+            parts.append(f"{dim} bases: {'a different count' if len(want) != len(got) else 'different'}")
+    return "; ".join(parts) or "different in-dim names"

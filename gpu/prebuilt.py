@@ -1,0 +1,146 @@
+"""Kernels compiled anywhere, run without Triton: a Gluon kernel compiled on a CPU by any Triton release
+(Triton ships its own ptxas) is kept as its cubin plus what launching it needs, filed by the content
+hash of the case it was compiled for; on the GPU machine a small launcher loads it through cuda.core.
+So the GPU machine needs no second Triton, compilation runs ahead on many CPU cores, and one GPU
+campaign spans versions.
+
+A folder of prebuilt kernels is ``DIR/triton-VERSION/TARGET/KEY.json``; a campaign uses one version's
+folder when ``$LAYOUTFUZZ_KERNELS`` names it."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ENV = "LAYOUTFUZZ_KERNELS"
+ABI = 1  # bump when what a key covers changes (the probes' code, the arguments they take)
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """A kernel Triton compiled: the cubin, and the launch facts from its metadata and PTX entry.
+
+    ``params`` is the number of parameters of the PTX entry: the kernel's own pointers first, then
+    those Triton appends (global and profile scratch, 3.6.0 to 3.9.0), passed as null when their
+    size is 0. ``rejected`` holds the compiler's error where it refused the kernel (then no cubin)."""
+
+    name: str
+    triton: str
+    num_warps: int = 0
+    shared: int = 0
+    params: int = 0
+    global_scratch: int = 0
+    profile_scratch: int = 0
+    cubin: bytes = b""
+    rejected: str = ""
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["cubin"] = base64.b64encode(zlib.compress(self.cubin, 9)).decode()
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CompiledKernel:
+        data = json.loads(text)
+        data["cubin"] = zlib.decompress(base64.b64decode(data["cubin"])) if data.get("cubin") else b""
+        return cls(**data)
+
+
+def entry_params(ptx: str, name: str) -> int:
+    """The number of parameters of kernel ``name``'s ``.entry`` in ``ptx``."""
+    match = re.search(rf"\.entry\s+{re.escape(name)}\s*\((.*?)\)", ptx, re.S)
+    if not match:
+        raise ValueError(f"no .entry {name} in the PTX")
+    return len(re.findall(r"\.param\b", match[1]))
+
+
+def from_triton(compiled: Any) -> CompiledKernel:
+    """What Triton's ``compile`` returned, as a CompiledKernel (runs on any machine)."""
+    md = compiled.metadata
+    return CompiledKernel(
+        name=md.name, triton=str(getattr(md, "triton_version", "")), num_warps=int(md.num_warps), shared=int(md.shared),
+        params=entry_params(compiled.asm["ptx"], md.name),
+        global_scratch=int(getattr(md, "global_scratch_size", 0) or 0),
+        profile_scratch=int(getattr(md, "profile_scratch_size", 0) or 0), cubin=bytes(compiled.asm["cubin"]))
+
+
+def kernel_key(target: str, params: dict[str, Any]) -> str:
+    """The content hash a case's kernel is filed under: its target and its parameters (which fix the
+    kernel's source, constexprs and warps), never the version that compiles it."""
+    text = json.dumps({"abi": ABI, "target": target, "params": params}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def kernel_path(folder: str | Path, target: str, params: dict[str, Any]) -> Path:
+    return Path(folder) / target / f"{kernel_key(target, params)}.json"
+
+
+def active_folder() -> Path | None:
+    """The prebuilt kernels this process runs ($LAYOUTFUZZ_KERNELS), or None to compile with Triton."""
+    folder = os.environ.get(ENV)
+    return Path(folder) if folder else None
+
+
+def folder_version(folder: Path) -> str:
+    """The Triton version whose kernels a folder holds ('.../triton-3.9.0' -> '3.9.0')."""
+    return folder.name.removeprefix("triton-")
+
+
+class CubinLauncher:
+    """Launches prebuilt kernels on the current device through cuda.core (no Triton); buffers are
+    torch tensors, passed by address."""
+
+    def __init__(self) -> None:
+        from cuda.core import Device
+
+        self.device = Device()
+        self.device.set_current()
+        self.stream = self.device.create_stream()
+        self.loaded: dict[bytes, Any] = {}
+
+    def _function(self, kernel: CompiledKernel) -> Any:
+        key = hashlib.sha1(kernel.cubin).digest()
+        if key not in self.loaded:
+            from cuda.bindings import driver
+            from cuda.core import ObjectCode
+
+            function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.name)
+            if kernel.shared > 48 * 1024:  # past the default, the kernel must ask for it
+                attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                (err,) = driver.cuFuncSetAttribute(function._handle, attribute, kernel.shared)
+                if err != driver.CUresult.CUDA_SUCCESS:
+                    raise RuntimeError(f"cuFuncSetAttribute: {err.name}")
+            self.loaded[key] = function
+        return self.loaded[key]
+
+    def launch(self, kernel: CompiledKernel, *tensors: Any) -> None:
+        """One CTA of ``num_warps`` warps over ``tensors`` (the kernel's pointer arguments, in order),
+        waited for. Scratch buffers Triton asked for are allocated; absent ones are null."""
+        import numpy as np
+        import torch
+        from cuda.core import LaunchConfig, launch
+
+        from gpu.device import DeviceFault
+
+        args = [np.uint64(t.data_ptr()) for t in tensors]
+        scratch = [torch.zeros(size, dtype=torch.uint8, device="cuda") if size else None
+                   for size in (kernel.global_scratch, kernel.profile_scratch)]
+        extra = kernel.params - len(args)
+        if extra < 0:
+            raise ValueError(f"{kernel.name} takes {kernel.params} parameters, {len(args)} given")
+        args += [np.uint64(s.data_ptr() if s is not None else 0) for s in scratch][:extra]
+        args += [np.uint64(0)] * (kernel.params - len(args))
+        torch.cuda.synchronize()  # inputs were filled through torch's stream
+        try:
+            launch(self.stream, LaunchConfig(grid=1, block=32 * kernel.num_warps, shmem_size=kernel.shared),
+                   self._function(kernel), *args)
+            self.stream.sync()
+        except Exception as exc:
+            raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc

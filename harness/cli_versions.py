@@ -1,0 +1,318 @@
+"""Commands across Triton versions: ``matrix`` (the same cases under several Tritons, a table and a root
+cause x version grid) and ``bisect`` (the release range of one root cause)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gpu.prebuilt import folder_version
+from harness import environments
+from harness.bisect import bisect, replay
+from harness.campaign import UsageError
+from harness.environments import EnvironmentFailure, TritonEnvironment
+from harness.matrix import (
+    VersionRun,
+    check_settings,
+    folder_name,
+    frames,
+    ordered,
+    pass_rates,
+    root_cause_grid,
+    run_version,
+    write_matrix,
+)
+from reports import ledger as ledger_file
+from reports.ledger import DEFAULT_LEDGER
+from reports.store import write_atomically
+from reports.tables import FORMATS, for_terminal, render
+
+DEFAULT_MATRIX_OUT = "layoutfuzz-matrix"
+
+
+def _environments(args: argparse.Namespace) -> list[TritonEnvironment]:
+    """Each version's environment (made on first use): releases, then the user's wheels and interpreters;
+    with --kernels, this interpreter once per version of prebuilt kernels."""
+    envs = []
+    try:
+        if getattr(args, "kernels", None):
+            versions = environments.release_range(args.triton) if args.triton else None
+            return [environments.for_kernels(f) for f in environments.kernel_folders(args.kernels, versions)]
+        for version in environments.release_range(args.triton) if args.triton else []:
+            envs.append(environments.for_release(version))
+        for wheel in args.triton_wheel or []:
+            envs.append(environments.for_wheel(wheel))
+        for python in args.triton_python or []:
+            envs.append(environments.for_python(python))
+    except EnvironmentFailure as exc:
+        raise UsageError(str(exc)) from None
+    labels = [e.label for e in envs]
+    if len(set(labels)) != len(labels):
+        raise UsageError(f"a version is given twice: {', '.join(labels)}")
+    return envs
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    if args.prune and not (args.triton or args.triton_wheel or args.triton_python):
+        for folder in environments.prune():
+            print(f"removed {folder}")
+        return 0
+    if not (args.triton or args.triton_wheel or args.triton_python or args.kernels):
+        raise UsageError("name the versions: --triton 3.6.0,3.9.0 (or a range 3.6.0..3.9.0), --triton-wheel, --triton-python "
+                         "or --kernels DIR")
+    envs = _environments(args)
+    out = Path(args.out)
+    each = ["--jobs", str(args.jobs), "--quiet"] + (["--budget", f"{args.budget:g}"] if args.budget else [])
+    campaign = each + ["--seed", str(args.seed)] + (["--targets", args.targets] if args.targets else [])
+    campaign += ["--cases", str(args.cases)] if args.cases else []
+    campaign += ["--timeout", f"{args.timeout:g}"] if args.timeout else []
+    settings = {"targets": args.targets, "seed": args.seed, "cases": args.cases, "budget": args.budget,
+                "versions": [[e.label, e.triton] for e in envs], "kernels": str(args.kernels or "")}
+    resume = check_settings(out, settings, args.force)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomically(out / "matrix.json", json.dumps(settings, indent=1) + "\n")
+    runs = ordered([VersionRun(e, out / folder_name(e.label)) for e in envs])
+    started = time.monotonic()
+    for run in runs:
+        status = run_version(run, campaign, each if resume else None, args.force)
+        if status == 130:
+            print(f"interrupted; the same command resumes (stores in {out})", file=sys.stderr)
+            return 130
+        if status not in (0, 1):
+            raise UsageError(f"the campaign under Triton {run.label} failed (exit {status}); see {run.directory / 'run.log'}")
+    if args.prune:
+        for folder in environments.prune({e.python.parent.parent for e in envs}):
+            print(f"removed {folder}", file=sys.stderr)
+    by_version = frames(runs)
+    rates = pass_rates(by_version)
+    try:
+        known = ledger_file.load(args.known)
+    except ledger_file.LedgerError as exc:
+        raise UsageError(str(exc)) from None
+    grid = root_cause_grid(by_version, known)
+    header = (f"# layoutfuzz matrix: {args.targets or 'the CPU targets'}, seed {args.seed}, "
+              + (f"{args.cases} cases" if args.cases else f"budget {args.budget:g} s") + " per target and version\n\n"
+              + "\n".join(f"- Triton {r.label}: {r.environment.triton}, {r.environment.python}, store {r.directory}" for r in runs))
+    written = write_matrix(out, rates, grid, header)
+    print(for_terminal(rates, args.format))
+    print()
+    shown = grid.drop(columns=["bucket"]) if not grid.empty else grid
+    print(render(shown, args.format) if not grid.empty else "no root causes: every case passed under every version")
+    print(f"\n{len(runs)} version(s) in {time.monotonic() - started:.0f} s; {written}", file=sys.stderr)
+    return 0
+
+
+def _reproducer(args: argparse.Namespace) -> tuple[Path, str | None]:
+    """The case file to replay and the bucket it stands for: CASE is a case or report file, or a bucket
+    key whose reproducer is in a nightly root or a campaign (its reduced case, if any)."""
+    path = Path(args.case)
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{path} is not a layoutfuzz report or case: {exc}") from None
+        if isinstance(data, dict) and "case" in data:  # a report: replay its reduced case where it has one
+            reduced_file = path.with_name(data["reduced_case_file"]) if data.get("reduced_case_file") else None
+            if reduced_file is not None and reduced_file.is_file():
+                return reduced_file, data.get("bucket")
+            return path, data.get("bucket")
+        return path, None
+    for candidate in (Path(args.root) / "reproducers" / f"{args.case}.json",):
+        if candidate.is_file():
+            return candidate, args.case
+    reports = Path(args.out) / "reports"
+    if reports.is_dir():
+        for report in sorted(reports.glob("*.json")):
+            if report.name.endswith(".reduced.json"):
+                continue
+            try:
+                data = json.loads(report.read_text())
+            except (OSError, ValueError):
+                continue
+            if data.get("bucket") == args.case:
+                args.case = str(report)
+                return _reproducer(args)
+    raise UsageError(f"{args.case!r} is neither a case or report file nor a bucket with a reproducer in "
+                     f"{Path(args.root) / 'reproducers'} or {reports}")
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    case_file, bucket = _reproducer(args)
+    try:
+        versions = environments.release_range(args.triton)
+        folders = {}
+        if args.kernels:  # only the releases whose kernels were compiled ahead
+            folders = {folder_version(f): f for f in environments.kernel_folders(args.kernels)}
+            versions = [v for v in versions if v in folders]
+    except EnvironmentFailure as exc:
+        raise UsageError(str(exc)) from None
+    if len(versions) < 2:
+        raise UsageError("bisect needs at least two releases: --triton 3.6.0..3.9.0" + (f" with kernels in {args.kernels}" if args.kernels else ""))
+
+    def run(version: str):
+        try:
+            env = environments.for_kernels(folders[version]) if folders else environments.for_release(version)
+        except EnvironmentFailure as exc:
+            raise UsageError(str(exc)) from None
+        result = replay(env, case_file, args.timeout)
+        print(f"Triton {version}: {result.outcome}" + (f" ({result.signature})" if result.signature else ""), file=sys.stderr)
+        return result
+
+    found = bisect(versions, run, bucket)
+    print(f"{case_file}: {found.summary()}")
+    print(f"replayed: {found.checked()}")
+    if found.stopped:
+        return 1
+    if args.record and found.bucket:
+        try:
+            known = ledger_file.load(args.known)
+        except ledger_file.LedgerError as exc:
+            raise UsageError(str(exc)) from None
+        if found.bucket in known:
+            stamp = time.strftime("%Y-%m-%d", time.gmtime())
+            ledger_file.add(args.known, ledger_file.KnownProblem(
+                **{**_identity(known[found.bucket]), "first_bad": found.first_bad or "none",
+                   "first_good": found.first_good, "bisected": f"{found.checked()} ({stamp})"}))
+            print(f"recorded in {args.known}")
+        else:
+            print(f"not in {args.known}: add it with `layoutfuzz known add {found.bucket} --title ...` to record the range")
+    return 0
+
+
+def _identity(problem: ledger_file.KnownProblem) -> dict[str, str]:
+    return {"target": problem.target, "outcome": problem.outcome, "signature": problem.signature, "title": problem.title}
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    from harness.campaign import load_target, target_specs
+    from harness.precompile import Job, compile_all
+    from harness.runner import make_case
+
+    if args.triton:  # each release compiles in its own environment, into OUT/triton-VERSION
+        try:
+            envs = [environments.for_release(v) for v in environments.release_range(args.triton)]
+        except EnvironmentFailure as exc:
+            raise UsageError(str(exc)) from None
+        rest = _forwarded(args)
+        for env in envs:
+            print(f"\n== Triton {env.label}", file=sys.stderr)
+            done = subprocess.run(env.command("kernels", *rest), env=env.env())
+            if done.returncode:
+                return done.returncode
+        return 0
+    import triton
+
+    from generators.case import Case
+
+    jobs = []
+    if args.case:
+        for path in args.case:
+            try:
+                case = Case.from_dict(_case_json(Path(path)))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise UsageError(f"{path} is not a layoutfuzz case or report: {exc}") from None
+            jobs.append(Job(target_specs([case.target])[0], case))
+    if args.targets:
+        if not args.cases:
+            raise UsageError("--targets needs --cases N")
+        for spec in target_specs([t.strip() for t in args.targets.split(",") if t.strip()]):
+            target = load_target(spec)
+            if not getattr(target, "prebuilt", False):
+                raise UsageError(f"{target.name} runs no Triton kernel to compile ahead")
+            jobs += [Job(spec, make_case(target, args.seed, i)) for i in range(args.cases)]
+    if not jobs:
+        raise UsageError("name the kernels: --targets NAMES --cases N, or --case FILE")
+    folder = Path(args.out) / f"triton-{triton.__version__}"
+    started = time.monotonic()
+    counts = compile_all(jobs, folder, args.jobs, args.timeout, args.quiet)
+    print(f"Triton {triton.__version__}: {len(jobs)} kernel(s) in {time.monotonic() - started:.0f} s: "
+          + ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) + f" -> {folder}")
+    return 0
+
+
+def _case_json(path: Path) -> dict:
+    data = json.loads(path.read_text())
+    return data["case"] if isinstance(data, dict) and "case" in data else data
+
+
+def _forwarded(args: argparse.Namespace) -> list[str]:
+    """The arguments of ``kernels`` for each version's own run (all but --triton)."""
+    out = ["--out", str(Path(args.out).resolve()), "--jobs", str(args.jobs), "--seed", str(args.seed), "--timeout", f"{args.timeout:g}"]
+    out += ["--targets", args.targets] if args.targets else []
+    out += ["--cases", str(args.cases)] if args.cases else []
+    for path in args.case or []:
+        out += ["--case", str(Path(path).resolve())]
+    return out + (["--quiet"] if args.quiet else [])
+
+
+def add_version_parsers(sub: argparse._SubParsersAction, parse_duration, positive_int, job_count, seed_int) -> None:
+    matrix = sub.add_parser(
+        "matrix", help="the same seeded cases under several Triton versions: a pass-rate column per version and a root cause grid",
+        description="Run the same seeded campaign under each Triton version, each in its own environment (a uv virtual "
+        "environment per release, made on first use and cached in $LAYOUTFUZZ_CACHE or ~/.cache/layoutfuzz; or your own "
+        "interpreter or wheel), one store per version in OUT/triton-VERSION. Then print one pass-rate table with a column "
+        "per version and a grid of root causes x versions (present, absent, unsupported), also written to OUT/matrix.md "
+        "and OUT/*.csv. Interrupted, the same command resumes. `--prune` alone removes every cached environment.")
+    matrix.add_argument("--triton", metavar="VERSIONS", help="releases: 3.6.0,3.9.0 or a range 3.6.0..3.9.0 "
+                        f"(known releases: {', '.join(environments.RELEASES)})")
+    matrix.add_argument("--triton-python", action="append", metavar="PATH",
+                        help="an interpreter with your own Triton (and layoutfuzz's requirements) installed (repeatable)")
+    matrix.add_argument("--triton-wheel", action="append", metavar="PATH", help="a Triton wheel of your own build (repeatable)")
+    matrix.add_argument("--kernels", metavar="DIR", help="run the GPU targets' kernels that `layoutfuzz kernels` compiled ahead "
+                        "into DIR/triton-VERSION, one campaign per version (with --triton: those versions only), with "
+                        "this interpreter and no Triton of that version")
+    matrix.add_argument("--targets", metavar="NAMES", help="comma-separated target names (default: the CPU targets)")
+    matrix.add_argument("--cases", type=positive_int, help="cases per target and version (the same indices under each)")
+    matrix.add_argument("--budget", type=parse_duration, metavar="DURATION", help="time per version instead of a case count")
+    matrix.add_argument("--seed", type=seed_int, default=0, help="campaign seed (default 0)")
+    matrix.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1, help="worker processes per campaign")
+    matrix.add_argument("--timeout", type=parse_duration, metavar="DURATION", help="per-case limit (default 30s)")
+    matrix.add_argument("--out", default=DEFAULT_MATRIX_OUT, help=f"output folder (default {DEFAULT_MATRIX_OUT})")
+    matrix.add_argument("--force", action="store_true", help="replace a matrix of other settings in --out")
+    matrix.add_argument("--prune", action="store_true", help="remove the cached environments this matrix did not use")
+    matrix.add_argument("--known", default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger to name known root causes from (default {DEFAULT_LEDGER})")
+    matrix.add_argument("--format", choices=FORMATS, default="md")
+    matrix.set_defaults(func=cmd_matrix)
+
+    kernels = sub.add_parser(
+        "kernels", help="compile GPU cases' kernels ahead on a CPU, by one or several Triton releases",
+        description="Compile the Gluon kernel of each case of the GPU targets (triton.convert_layout, triton.shared_memory) "
+        "for sm_90a on this machine, by this interpreter's Triton or, with --triton, by each release in its own "
+        "environment, into OUT/triton-VERSION/TARGET/KEY.json (the cubin and what launching it needs, filed by the "
+        "case's content hash; a compile the compiler refuses is filed with its error). Each compile runs in a worker; "
+        "what is filed already is skipped. Take OUT to the GPU machine and run `layoutfuzz matrix --kernels OUT` or "
+        "`layoutfuzz bisect CASE --kernels OUT` there: no Triton of those versions is needed on it.")
+    kernels.add_argument("--triton", metavar="VERSIONS", help="releases to compile with, each in its cached environment")
+    kernels.add_argument("--targets", metavar="NAMES", help="GPU targets whose cases to compile (with --cases)")
+    kernels.add_argument("--cases", type=positive_int, help="cases per target (indices 0..N-1 of --seed)")
+    kernels.add_argument("--seed", type=seed_int, default=0, help="campaign seed (default 0)")
+    kernels.add_argument("--case", action="append", metavar="FILE", help="a case or report file to compile (repeatable)")
+    kernels.add_argument("--out", default="layoutfuzz-kernels", help="output folder (default layoutfuzz-kernels)")
+    kernels.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1, help="compiles at once")
+    kernels.add_argument("--timeout", type=parse_duration, default=300.0, metavar="DURATION", help="per compile (300s)")
+    kernels.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    kernels.set_defaults(func=cmd_kernels)
+
+    bis = sub.add_parser(
+        "bisect", help="the Triton releases where a root cause is present: first bad, first good",
+        description="Replay one reproducer (a reduced case, a report, or a BUCKET key with a reproducer in ROOT/reproducers "
+        "or OUT/reports) under ordered Triton releases, each in its cached environment, by binary search over the range, "
+        "and print the first bad and the first good release. A release is bad when the reproducer fails with the same "
+        "root cause. With the bucket in the ledger, records the range there (first_bad, first_good, bisected). Exit 0 "
+        "when a range was found, 1 when another failure got in the way, 2 on bad input.")
+    bis.add_argument("case", metavar="CASE|BUCKET")
+    bis.add_argument("--triton", default=f"{environments.RELEASES[0]}..{environments.RELEASES[-1]}", metavar="RANGE",
+                     help=f"releases, A..B or a list (default {environments.RELEASES[0]}..{environments.RELEASES[-1]})")
+    bis.add_argument("--kernels", metavar="DIR", help="replay with the kernels `layoutfuzz kernels` compiled ahead into "
+                     "DIR/triton-VERSION (a GPU target on the GPU machine, no Triton of those versions there)")
+    bis.add_argument("--timeout", type=parse_duration, default=120.0, metavar="DURATION", help="per replay (120s)")
+    bis.add_argument("--out", default="layoutfuzz-out", help="campaign folder to find a BUCKET's report in")
+    bis.add_argument("--root", default="nightly", help="nightly root to find a BUCKET's reproducer in")
+    bis.add_argument("--known", default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger (default {DEFAULT_LEDGER})")
+    bis.add_argument("--no-record", dest="record", action="store_false", help="do not write the range into the ledger")
+    bis.set_defaults(func=cmd_bisect)

@@ -1,0 +1,65 @@
+"""Compiling GPU cases' kernels ahead, on a CPU: each case's Gluon kernel compiled by this process's
+Triton into a folder of prebuilt kernels (``gpu.prebuilt``), each compile in a worker process (a
+compiler that aborts takes only its worker), cached by content hash so that a re-run compiles only
+what is new. The GPU machine then runs them with no Triton (``$LAYOUTFUZZ_KERNELS``)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+
+from generators.case import Case
+from gpu.prebuilt import CompiledKernel, kernel_path
+from harness import registry
+from reports.store import write_atomically
+
+
+@dataclass(frozen=True)
+class Job:
+    """One case whose kernel is to be compiled."""
+
+    spec: str
+    case: Case
+
+
+def _compile(spec: str, case: dict, folder: str) -> str:
+    """In a worker: compile one case's kernel (unless filed already) and file it."""
+    target = registry.load(spec)
+    case = Case.from_dict(case)
+    path = kernel_path(folder, target.name, case.params)
+    if path.exists():
+        return "cached"
+    kernel = target.compile(case)
+    write_atomically(path, kernel.to_json())
+    return "rejected" if kernel.rejected else "compiled"
+
+
+def compile_all(jobs: Iterable[Job], folder: Path, workers: int, timeout: float, quiet: bool = False) -> Counter:
+    """Compiles every job's kernel into ``folder``; counts of compiled, cached, rejected and crashed.
+    A compiler crash or hang is filed as a rejection that says so."""
+    import triton
+    from pebble import ProcessExpired, ProcessPool
+    from tqdm import tqdm
+
+    jobs = list(jobs)
+    counts: Counter = Counter()
+    context = multiprocessing.get_context("spawn")
+    with ProcessPool(max_workers=workers, context=context) as pool, \
+            tqdm(total=len(jobs), unit=" kernels", disable=quiet, file=sys.stderr) as progress:
+        futures = [(job, pool.schedule(_compile, (job.spec, job.case.to_dict(), str(folder)), timeout=timeout)) for job in jobs]
+        for job, future in futures:
+            try:
+                counts[future.result()] += 1
+            except (ProcessExpired, FutureTimeout) as exc:
+                why = f"the compiler crashed (exit {exc.exitcode})" if isinstance(exc, ProcessExpired) else f"the compile took over {timeout:g} s"
+                target = registry.load(job.spec)
+                write_atomically(kernel_path(folder, target.name, job.case.params),
+                                 CompiledKernel("?", triton.__version__, rejected=why).to_json())
+                counts["crashed"] += 1
+            progress.update()
+    return counts

@@ -1,0 +1,132 @@
+"""Target ``triton.shared_layouts``: swizzled and NVMMA shared layouts as Triton's compiler lays them out.
+
+Triton 3.6.0's ``to_linear_layout`` aborts on shared layouts, so ``triton.layouts`` cannot compare them
+there. This target asks the compiler instead, the same way on every release: a Gluon kernel allocates
+a buffer of the layout and reshapes it to 1-D; the front end infers the reshaped buffer's layout as a
+``shared_linear`` layout (offset -> flat element index, row-major), which is Triton's own account of
+where each element lives. The oracle's shared layout (``oracles/triton_layouts.py``), flattened the same
+way, is the expected answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from math import prod
+from typing import Any
+
+from generators import legacy_layouts
+from generators.case import Case
+from generators.shrink import halved_sizes, legacy_shrinks, replaced
+from generators.source import Source
+from generators.validity import check_legacy, legacy_from_params, legacy_kind
+from harness.compare import Comparison
+from harness.target import Unsupported
+from harness.targets.gluon import GluonTarget, to_gluon
+from oracles import triton_layouts as tl
+
+DTYPES = {8: "int8", 16: "float16", 32: "float32"}
+_SHARED_LINEAR = re.compile(r"#ttg\.shared_linear<\{offset = (\[[\[\]\d, ]*\])")
+
+
+def flat_offsets(layout: tl.Layout, shape: list[int]) -> list[int]:
+    """The oracle's answer in the compiler's terms: for each offset basis, the row-major flat index of
+    the element it reaches."""
+    bases = dict(layout.linear_layout(shape).in_dims)["offset"]
+    strides = [prod(shape[i + 1:]) for i in range(len(shape))]
+    return [sum(c * s for c, s in zip(b, strides)) for b in bases]
+
+
+def inferred_offsets(ir_text: str) -> list[int] | None:
+    """The offset bases of the 1-D ``shared_linear`` layout in a module's IR (None if there is none)."""
+    for match in _SHARED_LINEAR.finditer(ir_text):
+        bases = [[int(x) for x in re.findall(r"\d+", b)] for b in re.findall(r"\[([\d, ]*)\]", match[1])]
+        if all(len(b) == 1 for b in bases):
+            return [b[0] for b in bases]
+    return None
+
+
+def _probe():
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as ttgl
+
+    @gluon.jit
+    def shared_layout_probe(S: ttgl.constexpr, SHAPE: ttgl.constexpr, N: ttgl.constexpr, DTYPE: ttgl.constexpr):
+        smem = ttgl.allocate_shared_memory(DTYPE, SHAPE, S)
+        smem.reshape([N])
+
+    return shared_layout_probe
+
+
+class TritonSharedLayouts(GluonTarget):
+    name = "triton.shared_layouts"
+    layer = "Triton's shared layouts (as its compiler infers them)"
+    description = ("swizzled and NVMMA shared layouts as Triton's compiler lays them out (a buffer reshaped to 1-D, "
+                   "its inferred shared_linear layout) vs the oracle, on every release")
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        kind = source.choice(legacy_layouts.SHARED_KINDS)
+        layout, shape, elem_bits = legacy_layouts.shared(source, kind)
+        return {"kind": kind, "layout": tl.to_dict(layout), "shape": shape, "elem_bits": elem_bits}
+
+    def validate(self, case: Case) -> None:
+        p = case.params
+        if p.get("elem_bits") not in DTYPES or not isinstance(p.get("shape"), list):
+            raise ValueError(f"params need 'shape' (a list) and 'elem_bits' (one of {sorted(DTYPES)})")
+        layout = legacy_from_params(p.get("layout"))
+        if legacy_kind(layout) not in legacy_layouts.SHARED_KINDS or p.get("kind") != legacy_kind(layout):
+            raise ValueError("the layout must be a shared legacy layout of the case's kind")
+        check_legacy(layout, p["shape"], p["elem_bits"])
+        if isinstance(layout, tl.NVMMASharedLayout) and layout.element_bitwidth != p["elem_bits"]:
+            raise ValueError("an NVMMA shared layout's element width is the buffer's")
+        layout.linear_layout(p["shape"])
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        p = case.params
+        for shape in halved_sizes(p["shape"]):
+            yield replaced(p, shape=shape)
+        for layout in legacy_shrinks(p["layout"]):
+            yield replaced(p, layout=layout)
+
+    def family(self, case: Case) -> str:
+        p = case.params
+        layout = p.get("layout", {})
+        extra = f"/{layout.get('swizzle_byte_width')}B{'/transposed' if layout.get('transposed') else ''}" if p.get("kind") == "nvmma_shared" else ""
+        return f"{p.get('kind', '?')}/rank{len(p.get('shape', []))}{extra}"
+
+    def expected(self, case: Case) -> Any:
+        return {"offset": flat_offsets(tl.from_dict(case.params["layout"]), case.params["shape"])}
+
+    def observed(self, case: Case) -> Any:
+        from triton.experimental.gluon import language as ttgl
+
+        from harness.triton_compat.layouts import front_end_ir
+
+        p = case.params
+        if prod(p["shape"]) < 2:
+            raise Unsupported("a one-element buffer has no offset bits, and Gluon refuses an empty SharedLinearLayout")
+        constexprs = {"S": to_gluon(tl.from_dict(p["layout"])), "SHAPE": list(p["shape"]), "N": prod(p["shape"]),
+                      "DTYPE": getattr(ttgl, DTYPES[p["elem_bits"]])}
+        try:
+            text = front_end_ir(_probe(), {}, constexprs)
+        except Exception as exc:
+            return {"exception": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"}
+        offsets = inferred_offsets(text)
+        if offsets is None:
+            return {"exception": "no shared_linear layout inferred for the reshaped buffer"}
+        return {"offset": offsets}
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        if "exception" in observed:
+            return Comparison(False, 1, (observed["exception"],), "exception", "Triton refused a valid shared layout")
+        want, got = expected["offset"], observed["offset"]
+        if want == got:
+            return Comparison(True)
+        if len(want) != len(got):
+            kind = "a different number of offset bases"
+        elif sorted(want) == sorted(got):
+            kind = "the same offsets in another order"
+        else:
+            kind = "different offsets"
+        diffs = [f"offset basis {i}: oracle {w}, Triton {g}" for i, (w, g) in enumerate(zip(want, got)) if w != g]
+        return Comparison(False, max(len(diffs), 1), tuple(diffs[:8]) or (f"oracle {want}, Triton {got}",), kind)

@@ -1,0 +1,36 @@
+"""What differs between the Triton releases layoutfuzz supports (3.6.0 and later): one small module
+per concern, so that a target asks "how do I do X on this Triton" and never checks a version itself.
+
+- ``builder``: a Gluon op builder with a module and an insertion point (3.9 needs one for its queries).
+- ``layouts``: what ``to_linear_layout`` returns (a distributed or a shared linear layout) and the
+  register broadcasts 3.9 drops.
+- ``gluon_ops``: Gluon functions renamed between releases (TMA copies, memdesc reinterpret).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+OLDEST = (3, 6, 0)  # the oldest release layoutfuzz supports
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of '3.9.0', '3.10.0+git1234' or '3.8.0rc1' (pre-release and local parts dropped)."""
+    match = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not match:
+        raise ValueError(f"not a Triton version: {text!r}")
+    return int(match[1]), int(match[2]), int(match[3] or 0)
+
+
+@cache
+def version() -> tuple[int, int, int]:
+    """The version of the Triton this process imports."""
+    import triton
+
+    return parse_version(triton.__version__)
+
+
+def at_least(text: str) -> bool:
+    """Whether this process's Triton is ``text`` or newer."""
+    return version() >= parse_version(text)
