@@ -138,6 +138,16 @@ def check_legacy(layout: tl.Layout, shape: Sequence[int] | None = None, elem_bit
         check_shape(list(shape), layout.rank)
 
 
+def check_nvmma_tensor(layout: tl.Layout, shape: Sequence[int]) -> None:
+    """The sampler's rule for a tensor in an NVMMA shared layout: at least 8 elements in each dim and a
+    contiguous dim as wide as the swizzle atom (``legacy_layouts.shared``)."""
+    if not isinstance(layout, tl.NVMMASharedLayout):
+        return
+    contig = 0 if layout.transposed else layout.rank - 1
+    if shape[contig] < 8 * max(layout.swizzle_byte_width, 16) // layout.element_bitwidth or min(shape) < 8:
+        raise ValueError("the NVMMA shared tensor is under 8 elements in a dim, or narrower than its swizzle atom")
+
+
 def legacy_kind(layout: tl.Layout) -> str:
     """The kind name ``generators.legacy_layouts`` gives a layout (``nvmma_v3`` for a wgmma accumulator)."""
     if isinstance(layout, tl.NVMMADistributedLayout):

@@ -19,6 +19,7 @@ from harness.capture import stderr_text
 from harness.compare import Comparison
 from harness.signatures import compile_error
 from harness.target import Availability, Unsupported
+from harness.triton_compat.lowering import WARP_SHUFFLE
 from oracles.algorithms import conversion_plan
 from oracles.linear_layout import LinearLayout
 
@@ -40,6 +41,11 @@ class KernelSpec:
     num_warps: int
 
 
+def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, Any]:
+    """What a prebuilt kernel of lowering ``variant`` is filed under: the case's params and the variant."""
+    return {**params, "lowering": variant} if variant else dict(params)
+
+
 @cache
 def _launcher():
     from gpu.prebuilt import CubinLauncher
@@ -58,6 +64,7 @@ class GluonKernelTarget(GpuTarget):
 
     needs = ("torch", "triton")
     prebuilt: ClassVar[bool] = False  # whether its kernels can be compiled ahead and run without Triton (kernel_spec)
+    variants: ClassVar[tuple[str, ...]] = ("",)  # the lowerings each case runs in ('' is Triton's own)
 
     def availability(self) -> Availability:
         folder = active_folder()
@@ -78,30 +85,41 @@ class GluonKernelTarget(GpuTarget):
         """The kernel case ``case`` runs (needs Triton)."""
         raise NotImplementedError
 
-    def compile(self, case: Case) -> CompiledKernel:
-        """The case's kernel compiled for sm_90a by this process's Triton, on any machine, or the
-        compiler's error (as ``rejected``)."""
+    def compile(self, case: Case, variant: str = "") -> CompiledKernel:
+        """The case's kernel compiled for sm_90a by this process's Triton, on any machine, in its own
+        lowering or the lowering ``variant`` (``harness.triton_compat.lowering``), or the compiler's
+        error (as ``rejected``)."""
         import triton
+
+        from harness.triton_compat.lowering import recompile
 
         spec = self.kernel_spec(case)
         diagnostics: list[str] = []
         try:
             with stderr_text() as diagnostics:
                 compiled = compile_for_sm90(spec.kernel, spec.signature, spec.constexprs, spec.num_warps)
+                if variant:
+                    compiled = recompile(compiled, variant)
         except Exception as exc:
             return CompiledKernel(getattr(spec.kernel, "__name__", "?"), triton.__version__,
                                   rejected=compile_error(exc, "".join(diagnostics)))
         return from_triton(compiled)
 
-    def execute(self, case: Case, *buffers: Any) -> None:
+    def execute(self, case: Case, *buffers: Any, variant: str = "") -> None:
         """Runs the case's kernel once on ``buffers`` (its pointer arguments): compiled by this Triton,
-        or prebuilt (``$LAYOUTFUZZ_KERNELS``)."""
+        or prebuilt (``$LAYOUTFUZZ_KERNELS``); in Triton's own lowering or the lowering ``variant``."""
         folder = active_folder()
-        if folder is None:
+        if folder is None and not variant:
             spec = self.kernel_spec(case)
             self.launch(spec.kernel, *buffers, **spec.constexprs, num_warps=spec.num_warps)
             return
-        path = kernel_path(folder, self.name, case.params)
+        if folder is None:
+            kernel = self.compile(case, variant)
+            if kernel.rejected:
+                raise Rejected(kernel.rejected)
+            _launcher().launch(kernel, *buffers)
+            return
+        path = kernel_path(folder, self.name, variant_params(case.params, variant))
         if not path.is_file():
             raise Unsupported(f"no kernel of this case in {folder}: compile it with `layoutfuzz kernels`")
         kernel = CompiledKernel.from_json(path.read_text())
@@ -281,7 +299,7 @@ class TritonConvertLayout(GluonKernelTarget):
                                      ("wrong data", observed.get("data_mismatches", 0) != 0)) if broken]
         return Comparison(False, verdict.mismatch_count, verdict.mismatches, ", ".join(kinds) or verdict.signature, verdict.note)
 
-    def run(self, case: Case) -> Any:
+    def run(self, case: Case, variant: str = "") -> Any:
         import torch
 
         p = case.params
@@ -294,7 +312,7 @@ class TritonConvertLayout(GluonKernelTarget):
         dst = torch.zeros_like(src)
         tid_a = torch.full((numel,), -1, dtype=torch.int32, device="cuda")
         tid_b = torch.full((numel,), -1, dtype=torch.int32, device="cuda")
-        self.execute(case, src, dst, tid_a, tid_b)
+        self.execute(case, src, dst, tid_a, tid_b, variant=variant)
         return {"data_mismatches": int((dst != src).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
 
     def kernel_spec(self, case: Case) -> KernelSpec:
@@ -342,12 +360,13 @@ class TritonSharedMemory(GluonKernelTarget):
 
     def shared_layout(self, p: Mapping[str, Any]) -> LinearLayout:
         """The oracle's memory layout: offset -> element."""
+        from harness.triton_compat.layouts import shared_layout
         from oracles import triton_layouts as tl
 
         outs = [(f"dim{i}", s) for i, s in enumerate(p["shape"])]
         if "offset_bases" in p:
             return LinearLayout.from_bases({"offset": p["offset_bases"]}, outs)
-        layout = tl.from_dict(p["shared"]).linear_layout(p["shape"])
+        layout = shared_layout(tl.from_dict(p["shared"]), p["shape"])
         return layout.sublayout(["offset"], [n for n, _ in outs])
 
     def validate(self, case: Case) -> None:
@@ -392,3 +411,76 @@ class TritonSharedMemory(GluonKernelTarget):
         self.execute(case, src, dst, raw)
         placement = (raw.cpu().to(torch.int64) & ((1 << p["elem_bits"]) - 1)).tolist()  # ids are exact: numel <= 2^bits
         return {"data_mismatches": int((dst != src).sum()), "placement": placement}
+
+
+class TritonConvertLayoutShuffle(TritonConvertLayout):
+    """Within-warp conversions lowered twice: Triton's own choice and the forced warp-shuffle lowering
+    (3.9.0 on), each against the oracle and the two against each other."""
+
+    name = "triton.convert_layout_shuffle"
+    layer = "Triton's lowering (convert_layout, forced warp shuffle)"
+    description = "within-warp convert_layouts in Triton's lowering and the forced warp-shuffle one (3.9): each vs the oracle, and vs each other"
+    variants = ("", WARP_SHUFFLE)
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        """A conversion that moves data only inside warps (5.4's shuffle plan), the rest as the parent's."""
+        for _ in range(64):
+            params = super().generate(source)
+            if _within_warps(params):
+                return params
+        return params  # rare: validate refuses it, and the runner records why
+
+    def validate(self, case: Case) -> None:
+        super().validate(case)
+        if not _within_warps(case.params):
+            raise ValueError("the conversion must stay inside each warp (5.4's shuffle plan) for a warp-shuffle lowering")
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        for params in super().shrink(case):
+            if _within_warps(params):
+                yield params
+
+    def availability(self) -> Availability:
+        from harness.triton_compat.lowering import supports
+
+        found = super().availability()
+        if not found.available:
+            return found
+        try:
+            if not supports(WARP_SHUFFLE):
+                return Availability(False, "this Triton has no forced warp-shuffle lowering of convert_layout (3.9.0 on)")
+        except ImportError as exc:
+            return Availability(False, f"needs Triton: {exc}")
+        return found
+
+    def expected(self, case: Case) -> Any:
+        one = super().expected(case)
+        return {variant or "triton": one for variant in self.variants}
+
+    def run(self, case: Case, variant: str = "") -> Any:
+        return {v or "triton": super(TritonConvertLayoutShuffle, self).run(case, v) for v in self.variants}
+
+    def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        """Each lowering against the oracle (its broken promises named after it), then the two against
+        each other (data and holders)."""
+        broken, count, lines = [], 0, []
+        for side in expected:
+            verdict = super().compare_results(case, expected[side], observed[side])
+            if not verdict.ok:
+                broken.append(f"{side}: {verdict.signature}")
+                count += verdict.mismatch_count
+                lines += [f"{side}: {m}" for m in verdict.mismatches[:4]]
+        if broken:
+            return Comparison(False, count, tuple(lines), "; ".join(broken), "a lowering disagrees with the oracle")
+        first, second = observed.values()
+        if first != second:
+            return Comparison(False, 1, ("the two lowerings store different holders or data",), "the lowerings differ")
+        return Comparison(True)
+
+
+def _within_warps(params: Mapping[str, Any]) -> bool:
+    try:
+        kind = conversion_plan(LinearLayout.from_dict(params["a"]), LinearLayout.from_dict(params["b"])).kind
+    except Exception:
+        return False
+    return kind == "shuffle"

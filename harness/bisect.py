@@ -44,14 +44,17 @@ class Range:
     first_good: str  # the first good release after the bad ones ('' if still bad in the newest)
     last_good: str  # for a regression: the last good release before it ('' otherwise)
     stopped: str  # why the search stopped early ('' when it finished)
+    masked: tuple[str, ...] = ()  # releases at the ends where another failure hides this one (left out of the range)
 
     def summary(self) -> str:
+        masked = f" ({', '.join(self.masked)}: another failure comes first there)" if self.masked else ""
         if self.stopped:
-            return f"stopped: {self.stopped}"
+            return f"stopped: {self.stopped}{masked}"
         if not self.first_bad:
-            return f"not reproduced under any of {', '.join(self.versions)}"
+            return f"not reproduced under any of {', '.join(v for v in self.versions if v not in self.masked)}{masked}"
         since = f"first bad {self.first_bad}" + (f" (last good {self.last_good})" if self.last_good else "")
-        return f"{since}; " + (f"first good {self.first_good}" if self.first_good else f"still bad in {self.versions[-1]}")
+        still = [v for v in self.versions if v not in self.masked][-1]
+        return f"{since}; " + (f"first good {self.first_good}" if self.first_good else f"still bad in {still}") + masked
 
     def checked(self) -> str:
         """The releases replayed and what each gave, for the ledger."""
@@ -72,8 +75,10 @@ def replay(environment: TritonEnvironment, case_file: Path, timeout: float) -> R
 
 
 def bisect(versions: list[str], run: Callable[[str], Replay], bucket: str | None = None) -> Range:
-    """The range of ``bucket`` (default: the oldest release's failure) over ``versions``, oldest first:
-    both ends are replayed, then the middle of the changing interval until it is one step wide."""
+    """The range of ``bucket`` over ``versions``, oldest first (default bucket: the failure under the newest
+    release where the reproducer fails, the problem as it is now). Both ends are replayed; an end where
+    another failure hides this one is set aside (``masked``) and the next release inward replayed
+    instead; then the middle of the changing interval, until it is one step wide."""
     done: dict[str, Replay] = {}
 
     def at(i: int) -> Replay:
@@ -81,22 +86,30 @@ def bisect(versions: list[str], run: Callable[[str], Replay], bucket: str | None
             done[versions[i]] = run(versions[i])
         return done[versions[i]]
 
-    def finish(first_bad: str = "", first_good: str = "", last_good: str = "", stopped: str = "") -> Range:
-        return Range(bucket or "", tuple(versions), tuple(done.values()), first_bad, first_good, last_good, stopped)
-
-    oldest, newest = at(0), at(len(versions) - 1)
-    if bucket is None:
-        failing = next((r for r in (oldest, newest) if r.outcome != "pass"), None)
-        if failing is None:
-            return finish()
-        bucket = failing.bucket
-    for end in (oldest, newest):
-        if end.state(bucket) == "other":
-            return finish(stopped=f"under {end.label} it gives {end.outcome} ({end.signature or 'no signature'}), another root cause")
     low, high = 0, len(versions) - 1
-    start = oldest.state(bucket)
-    if start == newest.state(bucket):
-        return finish(first_bad=f"<={versions[0]}") if start == "bad" else finish()
+    ends = [0, len(versions) - 1]  # the releases that frame the range, once masked ends are set aside
+    if bucket is None:
+        failing = next((r for r in (at(high), at(low)) if r.outcome != "pass"), None)
+        bucket = failing.bucket if failing is not None else ""
+
+    def finish(first_bad: str = "", first_good: str = "", last_good: str = "", stopped: str = "") -> Range:
+        masked = tuple(versions[:ends[0]] + versions[ends[1] + 1:])
+        return Range(bucket, tuple(versions), tuple(done.values()), first_bad, first_good, last_good, stopped, masked)
+
+    if not bucket:
+        return finish()
+    while low < high and at(low).state(bucket) == "other":
+        low += 1
+    while high > low and at(high).state(bucket) == "other":
+        high -= 1
+    ends[:] = [low, high]
+    if at(low).state(bucket) == "other":
+        r = at(low)
+        return finish(stopped=f"under {r.label} it gives {r.outcome} ({r.signature or 'no signature'}), another root cause")
+    start = at(low).state(bucket)
+    oldest = f"<={versions[low]}" if low == 0 else versions[low]
+    if start == at(high).state(bucket):
+        return finish(first_bad=oldest) if start == "bad" else finish()
     while high - low > 1:  # invariant: versions[low] is in the start state, versions[high] is not
         mid = (low + high) // 2
         state = at(mid).state(bucket)
@@ -108,5 +121,5 @@ def bisect(versions: list[str], run: Callable[[str], Replay], bucket: str | None
         else:
             high = mid
     if start == "bad":  # fixed at versions[high]
-        return finish(first_bad=f"<={versions[0]}", first_good=versions[high])
+        return finish(first_bad=oldest, first_good=versions[high])
     return finish(first_bad=versions[high], last_good=versions[low])

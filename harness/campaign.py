@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from harness.reduce import Reduction
 
 DEFAULT_OUT = "layoutfuzz-out"
-DEFAULT_TARGETS = "triton.linear_layout,triton.layouts,triton.bank_conflicts,triton.compile"  # every CPU target
+DEFAULT_TARGETS = "triton.linear_layout,triton.layouts,triton.shared_layouts,triton.bank_conflicts,triton.compile"  # every CPU target
 DEFAULT_BUDGET_S = 60.0
 DEFAULT_TIMEOUT_S = 30.0
 

@@ -73,7 +73,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     campaign += ["--timeout", f"{args.timeout:g}"] if args.timeout else []
     settings = {"targets": args.targets, "seed": args.seed, "cases": args.cases, "budget": args.budget,
                 "versions": [[e.label, e.triton] for e in envs], "kernels": str(args.kernels or "")}
-    resume = check_settings(out, settings, args.force)
+    resume = check_settings(out, settings, args.force) and not args.force  # --force starts every version over
     out.mkdir(parents=True, exist_ok=True)
     write_atomically(out / "matrix.json", json.dumps(settings, indent=1) + "\n")
     runs = ordered([VersionRun(e, out / folder_name(e.label)) for e in envs])
@@ -177,7 +177,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
             stamp = time.strftime("%Y-%m-%d", time.gmtime())
             ledger_file.add(args.known, ledger_file.KnownProblem(
                 **{**_identity(known[found.bucket]), "first_bad": found.first_bad or "none",
-                   "first_good": found.first_good, "bisected": f"{found.checked()} ({stamp})"}))
+                   "first_good": found.first_good, "bisected": f"{found.checked()} ({stamp})",
+                   "masked": ", ".join(found.masked)}))
             print(f"recorded in {args.known}")
         else:
             print(f"not in {args.known}: add it with `layoutfuzz known add {found.bucket} --title ...` to record the range")

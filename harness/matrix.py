@@ -96,18 +96,20 @@ def pass_rates(by_version: dict[str, pd.DataFrame]) -> pd.DataFrame:
     tables = {}
     for label, frame in by_version.items():
         table = pass_rate_table(frame).set_index(["target", "family"])
-        cells = table["pass rate %"].astype(object)
+        cells = table["pass rate %"].map(lambda v: f"{v:.2f}" if pd.notna(v) else v).astype(object)
         for target in table.index.get_level_values("target").unique():
             if _unsupported(frame, target):
                 cells.loc[target] = "unsupported"
         tables[label] = cells.where(cells.notna(), "-")
         tables[f"cases {label}"] = table["cases"]
     combined = pd.DataFrame(tables)
-    combined = combined.sort_index(level=["target", "family"], key=lambda s: s.map(lambda v: (v != "(all)", v)))
+    combined.index.names = ["target", "family"]  # an index built from several versions' rows keeps no names
     for label in by_version:
         combined[label] = combined[label].where(combined[label].notna(), "-")
         combined[f"cases {label}"] = combined[f"cases {label}"].fillna(0).astype(int)
-    return combined.reset_index()
+    combined = combined.reset_index()
+    order = combined.apply(lambda r: (r["target"], r["family"] != "(all)", r["family"]), axis=1)
+    return combined.iloc[sorted(range(len(combined)), key=lambda i: order.iloc[i])].reset_index(drop=True)
 
 
 def version_span(present: list[str], labels: list[str]) -> str:

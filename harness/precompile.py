@@ -29,14 +29,23 @@ class Job:
 
 def _compile(spec: str, case: dict, folder: str) -> str:
     """In a worker: compile one case's kernel (unless filed already) and file it."""
+    from gpu.triton_targets import variant_params
+    from harness.triton_compat.lowering import supports
+
     target = registry.load(spec)
     case = Case.from_dict(case)
-    path = kernel_path(folder, target.name, case.params)
-    if path.exists():
-        return "cached"
-    kernel = target.compile(case)
-    write_atomically(path, kernel.to_json())
-    return "rejected" if kernel.rejected else "compiled"
+    states = []
+    for variant in target.variants:
+        if not supports(variant):
+            continue  # this release has no such lowering: the campaign says unsupported
+        path = kernel_path(folder, target.name, variant_params(case.params, variant))
+        if path.exists():
+            states.append("cached")
+            continue
+        kernel = target.compile(case, variant)
+        write_atomically(path, kernel.to_json())
+        states.append("rejected" if kernel.rejected else "compiled")
+    return min(states, key=["rejected", "compiled", "cached"].index) if states else "unsupported"
 
 
 def compile_all(jobs: Iterable[Job], folder: Path, workers: int, timeout: float, quiet: bool = False) -> Counter:
@@ -45,6 +54,8 @@ def compile_all(jobs: Iterable[Job], folder: Path, workers: int, timeout: float,
     import triton
     from pebble import ProcessExpired, ProcessPool
     from tqdm import tqdm
+
+    from gpu.triton_targets import variant_params
 
     jobs = list(jobs)
     counts: Counter = Counter()
@@ -58,8 +69,9 @@ def compile_all(jobs: Iterable[Job], folder: Path, workers: int, timeout: float,
             except (ProcessExpired, FutureTimeout) as exc:
                 why = f"the compiler crashed (exit {exc.exitcode})" if isinstance(exc, ProcessExpired) else f"the compile took over {timeout:g} s"
                 target = registry.load(job.spec)
-                write_atomically(kernel_path(folder, target.name, job.case.params),
-                                 CompiledKernel("?", triton.__version__, rejected=why).to_json())
+                for variant in target.variants:
+                    write_atomically(kernel_path(folder, target.name, variant_params(job.case.params, variant)),
+                                     CompiledKernel("?", triton.__version__, rejected=why).to_json())
                 counts["crashed"] += 1
             progress.update()
     return counts

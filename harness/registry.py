@@ -18,6 +18,7 @@ BUILTIN: dict[str, str] = {
     "tma.swizzle": "gpu.targets:TmaSwizzle",
     "wgmma.descriptor": "gpu.targets:WgmmaDescriptor",
     "triton.convert_layout": "gpu.triton_targets:TritonConvertLayout",
+    "triton.convert_layout_shuffle": "gpu.triton_targets:TritonConvertLayoutShuffle",
     "triton.shared_memory": "gpu.triton_targets:TritonSharedMemory",
     "triton.tma": "gpu.triton_tma:TritonTma",
     "triton.wgmma": "gpu.triton_wgmma:TritonWgmma",

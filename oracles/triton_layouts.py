@@ -290,23 +290,32 @@ class NVMMASharedLayout:
         if self.swizzle_byte_width == 0:  # row-major identity, last dim fastest
             cta = identity_standard_nd(OFFSET, [min(s, 256) for s in shape], list(range(self.rank - 1, -1, -1)))
             return fit_to_shape(cta.transpose_outs(names), shape)
+        # Triton's nvmmaSharedToLinearLayout (LinearLayoutConversions.cpp): an 8-row swizzle atom over the
+        # TMA block collapsed to 2-D [outer dims, last dim] (transposed: [last dim, outer dims]), repeated to
+        # fill it, reshaped row-major to the block with the first dim rotated last when transposed, then
+        # the dims permuted back; the block is the shape with each dim at most 256 and the contiguous one
+        # at most the atom's width (getTMABlockShape).
         tile_cols = 8 * self.swizzle_byte_width // self.element_bitwidth
-        others = [d for d in range(self.rank - 1, -1, -1) if d != contig]
-        if shape[contig] < tile_cols or prod(min(shape[d], 256) for d in others) < 8:
+        block = [min(s, 256) for s in shape]
+        block[contig] = min(block[contig], tile_cols)
+        outer = prod(block[:-1])
+        rows, cols = (block[-1], outer) if self.transposed else (outer, block[-1])
+        if cols < tile_cols or rows < 8:
             raise LayoutError(f"shape {list(shape)} is smaller than the {8} x {tile_cols} swizzle atom")
         bases = [(0, 1 << k) for k in range(tile_cols.bit_length() - 1)]
         for k in range(3):
             i = 1 << k
             bases.append((i, self.vec * ((i // self.per_phase) % self.max_phase)))
-        # The atom's 8 rows run along the collapsed non-contiguous dims, innermost first.
-        cta = LinearLayout.from_bases({OFFSET: [(b[1], b[0]) for b in bases]}, [("contig", tile_cols), ("rows", 8)])
-        rows_total = prod(min(shape[d], 256) for d in others)
-        cta = cta * LinearLayout.identity_1d(rows_total // 8, OFFSET, "rows")
-        # Split "rows" back into the non-contiguous dims (innermost first), then name the contig dim.
-        rows_split = [(names[d], min(shape[d], 256)) for d in others]
-        layout = cta.reshape_outs([("contig", tile_cols)] + rows_split)
-        layout = LinearLayout(layout.in_dims, ((names[contig], tile_cols),) + tuple(rows_split))
-        return fit_to_shape(layout.transpose_outs(names), shape)  # repeats dim0 first
+        tile = LinearLayout.from_bases({OFFSET: bases}, [("row", 8), ("col", tile_cols)])
+        tile = ensure_not_smaller(tile, {"row": rows, "col": cols})
+        rotated = block[1:] + block[:1] if self.transposed else block
+        split = [(names[d], rotated[d]) for d in range(self.rank)]
+        layout = tile.transpose_outs(["col", "row"]).reshape_outs(split[::-1]).transpose_outs(names)  # row-major
+        if self.transposed:  # transposeLinearLayout with order [rank - 1, 0, ..., rank - 2]
+            order = [self.rank - 1, *range(self.rank - 1)]
+            in_dims = tuple((n, tuple(tuple(b[i] for i in order) for b in bs)) for n, bs in layout.in_dims)
+            layout = LinearLayout(in_dims, tuple((names[d], shape_d) for d, shape_d in enumerate(block)))
+        return fit_to_shape(layout, shape)  # repeats dim0 first
 
 
 def _check_rank(layout: object, rank: int, *params: Sequence[int]) -> None:

@@ -42,12 +42,14 @@ class KnownProblem:
     first_bad: str = ""  # the regression range `layoutfuzz bisect` found: '<=3.6.0', '3.7.0', ...
     first_good: str = ""  # the first release where the reproducer passes again ('' if still bad)
     bisected: str = ""  # the releases replayed and what each gave: '3.6.0 bad, 3.8.0 good, 3.9.0 good'
+    masked: str = ""  # releases where another failure comes first, so this one cannot show: '3.6.0'
 
     def present_in(self, version: str) -> bool | None:
-        """Whether the problem is present in Triton ``version`` by its recorded range (None: no range)."""
+        """Whether the problem is present in Triton ``version`` by its recorded range (None: no range, or
+        another failure masks it there)."""
         from harness.triton_compat import parse_version
 
-        if not self.first_bad:
+        if not self.first_bad or version in [m.strip() for m in self.masked.split(",")]:
             return None
         low = self.first_bad.removeprefix("<=")
         v = parse_version(version)

@@ -4,6 +4,7 @@ planted oracle faults caught, and the Triton 3.6.0 findings pinned."""
 from __future__ import annotations
 
 import sqlite3
+from math import prod
 
 import pytest
 
@@ -158,3 +159,67 @@ def test_targets_command_lists_every_target_with_availability(tmp_path):
     for name in ("triton.linear_layout", "triton.layouts", "triton.bank_conflicts", "triton.compile"):
         assert name in result.stdout
     assert "available" in result.stdout
+
+
+# ---- triton.shared_layouts: the compiler's own shared layouts, on every release ----------------------------
+
+
+def _unsettled(params) -> bool:
+    """Rank-3 unswizzled transposed NVMMA buffers: 3.8.0 and later lay them out with zero offset bases (docs/findings.md)."""
+    layout = params["layout"]
+    return (transposed_nvmma(layout) and layout["swizzle_byte_width"] == 0 and layout["rank"] >= 3
+            and at_least("3.8.0"))
+
+
+def test_the_compilers_shared_layouts_agree_with_the_oracle_on_this_release():
+    from harness.targets.triton_shared_layouts import TritonSharedLayouts
+
+    target = TritonSharedLayouts()
+    kinds = set()
+    for index in range(150):
+        case = make_case(target, 11, index)
+        if _unsettled(case.params) or prod(case.params["shape"]) < 2:  # a one-element buffer is unsupported
+            continue
+        verdict = target.compare(case, target.expected(case), target.observed(case))
+        assert verdict.ok, (case.params, verdict.mismatches)
+        kinds.add(target.family(case))
+    assert {"nvmma_shared/rank3/64B/transposed", "nvmma_shared/rank2/0B/transposed"} <= kinds or len(kinds) > 12
+
+
+def test_shared_layouts_catch_a_planted_fault_and_read_the_inferred_layout():
+    from harness.targets.triton_shared_layouts import TritonSharedLayouts, inferred_offsets
+
+    ir = ('#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 64, transposed = true, elementBitWidth = 16, rank = 3}>\n'
+          '#shared1 = #ttg.shared_linear<{offset = [[64], [128], [8], [528], [1], [2]]}, alignment = 512>\n')
+    assert inferred_offsets(ir) == [64, 128, 8, 528, 1, 2]
+    assert inferred_offsets("#shared1 = #ttg.shared_linear<{offset = [[0, 1], [1, 0]]}>") is None  # not 1-D
+
+    class SwappedOffsets(TritonSharedLayouts):
+        def expected(self, case):
+            offsets = list(super().expected(case)["offset"])
+            offsets[0], offsets[-1] = offsets[-1], offsets[0]
+            return {"offset": offsets}
+
+    target, bad = TritonSharedLayouts(), SwappedOffsets()
+    case = _first(target, 11, lambda p: p["kind"] == "nvmma_shared" and not p["layout"]["transposed"])
+    observed = target.observed(case)
+    assert target.compare(case, target.expected(case), observed).ok
+    verdict = bad.compare(case, bad.expected(case), observed)
+    assert not verdict.ok and verdict.signature == "the same offsets in another order"
+
+
+def test_the_version_adapter_defines_unswizzled_transposed_nvmma_buffers_per_release(monkeypatch):
+    # H100 read-back (docs/results/2026-11-23-triton-versions-h100.md): row-major up to 3.7.1, dim 0 fastest from 3.8.0
+    from harness import triton_compat
+    from harness.triton_compat.layouts import shared_layout
+
+    layout = tl.NVMMASharedLayout(0, 16, 2, True)
+    seen = {}
+    for version in ("3.6.0", "3.7.1", "3.8.0", "3.9.0"):
+        monkeypatch.setenv("LAYOUTFUZZ_KERNELS", f"/k/triton-{version}")
+        triton_compat.version.cache_clear()
+        seen[version] = [tuple(b) for b in dict(shared_layout(layout, [16, 8]).in_dims)["offset"]]
+    triton_compat.version.cache_clear()
+    row_major = [(0, 1), (0, 2), (0, 4), (1, 0), (2, 0), (4, 0), (8, 0)]
+    assert seen["3.6.0"] == seen["3.7.1"] == row_major
+    assert seen["3.8.0"] == seen["3.9.0"] == [(1, 0), (2, 0), (4, 0), (8, 0), (0, 1), (0, 2), (0, 4)]

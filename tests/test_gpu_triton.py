@@ -337,13 +337,22 @@ def test_the_reduced_cases_are_valid_cases_of_their_target(name):
 
 
 @pytest.mark.gpu
-def test_the_reduced_8_bit_conversion_still_loses_data():
-    # docs/findings.md: Triton 3.6.0 miscompiles this 8-bit convert_layout; fails when Triton is fixed
+def test_the_reduced_8_bit_conversion_loses_data_where_its_range_says():
+    # docs/findings.md: 3.6.0 and 3.7.1 miscompile this 8-bit convert_layout, 3.8.0 and later do not (the ledger's
+    # range, from `layoutfuzz bisect --kernels` on an H100); this runs the Triton under test (or its prebuilt kernels)
+    from harness.triton_compat import version
+    from reports import ledger
+
     case = Case.from_dict(json.loads((CASES / "convert-layout-8bit-min.json").read_text()))
+    known = ledger.load(CASES.parent.parent.parent / "layoutfuzz-known.toml").values()
+    problem = next(p for p in known if p.reproducer.endswith("convert-layout-8bit-min.json"))
     target = TritonConvertLayout()
     observed = target.observed(case)
-    assert observed["data_mismatches"] == 64
     assert target.compare(case, target.expected(case), {**observed, "data_mismatches": 0}).ok  # holders are right
+    if problem.present_in(".".join(map(str, version()))):
+        assert observed["data_mismatches"] == 64
+    else:
+        assert observed["data_mismatches"] == 0
 
 
 def test_a_packed_conversion_kernel_compiles_with_one_conversion_per_case():

@@ -32,4 +32,13 @@ def test_the_test_extra_leaves_out_what_makes_a_test_venv_heavy():
     heavy = ("cuda", "nvidia", "cutlass", "galois", "numba", "torch")
     assert not [d for d in extras["test"] if any(h in d for h in heavy)]
     assert {"cuda", "crosscheck"} <= set(extras)
-    assert "pip install -q -e '.[test,cuda,crosscheck]'" in (ROOT / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pip install -q 'triton==3.6.0' -e '.[test,cuda,crosscheck]'" in ci
+
+
+def test_ci_runs_the_suite_under_the_oldest_and_the_newest_supported_triton():
+    # issue 15: CI covers 3.6.0 and 3.9.0, and runs the version matrix as a user does
+    ci = (ROOT / ".ci" / "run").read_text()
+    oldest, newest = ci.index("'triton==3.6.0'"), ci.index("'triton==3.9.0'")
+    assert oldest < ci.index("python -m pytest -n auto") < newest < ci.rindex("python -m pytest -n auto")
+    assert "layoutfuzz matrix --triton 3.6.0,3.9.0 --targets triton.layouts --cases 300" in ci

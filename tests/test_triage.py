@@ -172,7 +172,7 @@ def test_every_reduced_case_of_a_campaign_is_a_valid_input(tmp_path):
 
 
 REPO = Path(__file__).resolve().parent.parent
-CPU_TARGETS = ("triton.linear_layout", "triton.layouts", "triton.bank_conflicts", "triton.compile")
+CPU_TARGETS = ("triton.linear_layout", "triton.layouts", "triton.shared_layouts", "triton.bank_conflicts", "triton.compile")
 CPU_FINDINGS = sorted((p for p in ledger.load(REPO / "layoutfuzz-known.toml").values() if p.target in CPU_TARGETS),
                       key=lambda p: p.reproducer)
 
@@ -200,7 +200,9 @@ def test_each_cpu_finding_reproduces_exactly_where_its_range_says(problem):
     with Runner(jobs=1, timeout_s=120) as runner:
         runner.submit(resolve(case.target), case, target.family(case))
         (result,) = runner.results()
-    if problem.present_in(triton.__version__):
+    if triton.__version__ in problem.masked:  # another failure comes first under this release
+        assert result.outcome is not Outcome.PASS and bucket_key(result) != problem.bucket
+    elif problem.present_in(triton.__version__):
         assert bucket_key(result) == problem.bucket, (result.outcome, root_cause(result))
     else:
         assert result.outcome is Outcome.PASS, (triton.__version__, result.outcome, root_cause(result))

@@ -78,6 +78,44 @@ def test_nvmma_shared_is_the_byte_swizzle_of_seed_003():
         assert byte ^ ((byte >> 7) & 7) << 4 == 2 * off
 
 
+def test_transposed_rank3_nvmma_shared_follows_tritons_definition():
+    # Triton's nvmmaSharedToLinearLayout (LinearLayoutConversions.cpp), worked by hand for [256, 16, 8], 8-bit, 64B,
+    # transposed: TMA block [64, 16, 8] (dim 0 clamped to the 64-element atom), collapsed [8, 1024]; the atom's 6
+    # column bits run along dim 0, its 3 rows along dim 1 = 2, 4, 8 (XOR 16 elements of dim 0 per phase); the 1024
+    # columns, reshaped row-major to the rotated block [16, 8, 64] and permuted back, give dim 2 = 1, 2, 4, then
+    # dim 1 = 1; the rest of dim 0 (64, 128) last. Offsets as row-major flat indices (strides 128, 8, 1); Triton
+    # 3.6.0's compiler and 3.9.0's to_linear_layout give the same (triton.shared_layouts, triton.layouts)
+    layout = tl.NVMMASharedLayout(64, 8, 3, True).linear_layout([256, 16, 8])
+    flat = [b[0] * 128 + b[1] * 8 + b[2] for b in dict(layout.in_dims)["offset"]]
+    assert flat == [128, 256, 512, 1024, 2048, 4096, 16, 2080, 4160, 1, 2, 4, 8, 8192, 16384]
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_every_nvmma_shared_layout_is_a_memory_layout_whose_atom_rows_are_contiguous(rank, transposed):
+    # over the whole domain of widths, swizzles and shapes from 8 to 512: Def 4.14 (invertible), and the first
+    # atom-width offsets walk the contiguous dim (dim 0 when transposed, the last otherwise) element by element, as
+    # far as that dim goes (a transposed atom's columns run on through the other outer dims: Triton collapses them)
+    import itertools
+
+    contig = 0 if transposed else rank - 1
+    checked = 0
+    for swizzle, bits in itertools.product((32, 64, 128), (8, 16, 32)):
+        width = 8 * swizzle // bits
+        for shape in itertools.product((8, 16, 64, 512), repeat=rank):
+            try:
+                layout = tl.NVMMASharedLayout(swizzle, bits, rank, transposed).linear_layout(list(shape))
+            except tl.LayoutError:
+                continue  # smaller than the atom
+            memory = layout.sublayout(["offset"], [f"dim{i}" for i in range(rank)])
+            assert memory.is_invertible(), (swizzle, bits, shape)
+            bases = dict(layout.in_dims)["offset"]
+            for k in range(min(width, shape[contig]).bit_length() - 1):
+                assert bases[k] == tuple(1 << k if d == contig else 0 for d in range(rank)), (swizzle, bits, shape, k)
+            checked += 1
+    assert checked > 50
+
+
 @settings(max_examples=120, deadline=None)
 @given(st.data())
 def test_every_generated_distributed_layout_is_distributed(data):

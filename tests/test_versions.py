@@ -55,6 +55,13 @@ def test_bisect_finds_the_release_that_broke_something(broken_at):
     assert "still bad in 3.13.0" in found.summary()
 
 
+def test_without_a_bucket_bisect_follows_the_problem_the_newest_release_shows():
+    states = {v: "other" if i < 4 else "bad" for i, v in enumerate(VERSIONS)}  # b2 until 3.8.0, then b1
+    run, _ = _history(states)
+    found = bisect(VERSIONS, run)
+    assert found.bucket == "b1" and found.first_bad == "3.9.0" and found.masked == ("3.6.0", "3.7.0", "3.7.1", "3.8.0")
+
+
 def test_bisect_says_when_a_problem_is_everywhere_or_nowhere_or_another_one_gets_in_the_way():
     run, calls = _history(dict.fromkeys(VERSIONS, "bad"))
     found = bisect(VERSIONS, run)
@@ -67,6 +74,17 @@ def test_bisect_says_when_a_problem_is_everywhere_or_nowhere_or_another_one_gets
     found = bisect(VERSIONS, run, "b1")
     assert found.stopped and "another root cause" in found.stopped and not found.first_good
     assert "3.9.0 other" in found.checked()
+
+
+def test_bisect_sets_aside_releases_where_another_failure_comes_first():
+    # 3.6.0 and 3.7.0 abort before the problem can show (another root cause); it is present from 3.7.1 and gone in 3.11.0
+    states = {v: "bad" for v in VERSIONS}
+    states.update({"3.6.0": "other", "3.7.0": "other", "3.11.0": "good", "3.12.0": "good", "3.13.0": "good"})
+    run, _ = _history(states)
+    found = bisect(VERSIONS, run, "b1")
+    assert found.masked == ("3.6.0", "3.7.0")
+    assert (found.first_bad, found.first_good) == ("3.7.1", "3.11.0")
+    assert "another failure comes first" in found.summary()
 
 
 # ---- releases, ledger ranges -----------------------------------------------------------------
@@ -107,7 +125,7 @@ def test_the_root_cause_grid_says_present_absent_or_unsupported_per_version():
     assert grid.loc["k1", "versions"] == "3.6.0 only"
     assert grid.loc["k2", "3.9.0"] == "unsupported"  # b could not run under 3.9.0: no claim either way
     rates = pass_rates({"3.6.0": old, "3.9.0": new}).set_index(["target", "family"])
-    assert rates.loc[("a", "(all)"), "3.6.0"] == pytest.approx(100 / 3, abs=0.01) and rates.loc[("a", "(all)"), "3.9.0"] == 100
+    assert rates.loc[("a", "(all)"), "3.6.0"] == "33.33" and rates.loc[("a", "(all)"), "3.9.0"] == "100.00"
     assert rates.loc[("b", "(all)"), "3.9.0"] == "unsupported"
     assert rates.loc[("a", "(all)"), "cases 3.9.0"] == 3
 

@@ -23,6 +23,7 @@ from generators.validity import check_layout_kind, check_legacy, check_shape, le
 from harness.compare import Comparison
 from harness.targets.gluon import GluonTarget, shared_linear, to_gluon
 from harness.triton_compat.builder import builder
+from harness.triton_compat.layouts import shared_layout
 from oracles import triton_layouts as tl
 from oracles.algorithms import optimal_swizzle, shared_access
 from oracles.linear_layout import LinearLayout
@@ -129,7 +130,7 @@ class TritonBankConflicts(GluonTarget):
         shape = list(p["shape"])
         dist = _one_cta(tl.from_dict(p["distributed"]).linear_layout(shape))
         if "shared" in p:
-            shared = tl.from_dict(p["shared"]).linear_layout(shape)
+            shared = shared_layout(tl.from_dict(p["shared"]), shape)
             return shared.sublayout(["offset"], shared.out_dim_names), dist, None
         if "offset_bases" in p:
             bases = p["offset_bases"]

@@ -19,10 +19,12 @@ from generators import legacy_layouts
 from generators.case import Case
 from generators.shrink import halved_sizes, legacy_shrinks, replaced
 from generators.source import Source
-from generators.validity import check_legacy, legacy_from_params, legacy_kind
+from generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
 from harness.compare import Comparison
+from harness.signatures import normalise
 from harness.target import Unsupported
 from harness.targets.gluon import GluonTarget, to_gluon
+from harness.triton_compat.layouts import shared_layout
 from oracles import triton_layouts as tl
 
 DTYPES = {8: "int8", 16: "float16", 32: "float32"}
@@ -32,7 +34,7 @@ _SHARED_LINEAR = re.compile(r"#ttg\.shared_linear<\{offset = (\[[\[\]\d, ]*\])")
 def flat_offsets(layout: tl.Layout, shape: list[int]) -> list[int]:
     """The oracle's answer in the compiler's terms: for each offset basis, the row-major flat index of
     the element it reaches."""
-    bases = dict(layout.linear_layout(shape).in_dims)["offset"]
+    bases = dict(shared_layout(layout, shape).in_dims)["offset"]
     strides = [prod(shape[i + 1:]) for i in range(len(shape))]
     return [sum(c * s for c, s in zip(b, strides)) for b in bases]
 
@@ -77,6 +79,7 @@ class TritonSharedLayouts(GluonTarget):
         if legacy_kind(layout) not in legacy_layouts.SHARED_KINDS or p.get("kind") != legacy_kind(layout):
             raise ValueError("the layout must be a shared legacy layout of the case's kind")
         check_legacy(layout, p["shape"], p["elem_bits"])
+        check_nvmma_tensor(layout, p["shape"])
         if isinstance(layout, tl.NVMMASharedLayout) and layout.element_bitwidth != p["elem_bits"]:
             raise ValueError("an NVMMA shared layout's element width is the buffer's")
         layout.linear_layout(p["shape"])
@@ -118,11 +121,14 @@ class TritonSharedLayouts(GluonTarget):
 
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
         if "exception" in observed:
-            return Comparison(False, 1, (observed["exception"],), "exception", "Triton refused a valid shared layout")
+            return Comparison(False, 1, (observed["exception"],), f"exception: {normalise(observed['exception'], 120)}",
+                              "Triton refused a valid shared layout")
         want, got = expected["offset"], observed["offset"]
         if want == got:
             return Comparison(True)
-        if len(want) != len(got):
+        if 0 in got:  # Def 4.14: a memory layout is invertible; a zero basis gives two offsets one element
+            kind = "not a memory layout (a zero offset basis)"
+        elif len(want) != len(got):
             kind = "a different number of offset bases"
         elif sorted(want) == sorted(got):
             kind = "the same offsets in another order"

@@ -25,12 +25,18 @@ def parse_version(text: str) -> tuple[int, int, int]:
 
 @cache
 def version() -> tuple[int, int, int]:
-    """The version of the Triton this process imports."""
+    """The version of the Triton under test: the one that compiled the prebuilt kernels this process runs
+    (``$LAYOUTFUZZ_KERNELS``, ``gpu.prebuilt``), else the one it imports."""
+    import os
+
+    folder = os.environ.get("LAYOUTFUZZ_KERNELS")
+    if folder:
+        return parse_version(os.path.basename(os.path.normpath(folder)).removeprefix("triton-"))
     import triton
 
     return parse_version(triton.__version__)
 
 
 def at_least(text: str) -> bool:
-    """Whether this process's Triton is ``text`` or newer."""
+    """Whether the Triton under test is ``text`` or newer."""
     return version() >= parse_version(text)

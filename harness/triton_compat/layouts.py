@@ -55,3 +55,26 @@ def front_end_ir(kernel: Any, signature: dict[str, str], constexprs: dict[str, A
     source = GluonASTSource(kernel, {**signature, **{k: "constexpr" for k in constexprs}}, dict(constexprs))
     module = source.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
     return module.str()
+
+
+def honours_unswizzled_transposed() -> bool:
+    """Whether this Triton lays an unswizzled (swizzle 0) transposed 2-D NVMMA buffer out with dim 0
+    fastest (3.8.0 on). 3.6.0 and 3.7.1 ignore ``transposed`` there: row-major, as their
+    nvmmaSharedToLinearLayout's swizzle-0 branch builds it. Evidence: an H100 read back the raw
+    placement of the same 13 such cases of triton.shared_memory from kernels compiled by each release:
+    row-major under 3.6.0 and 3.7.1, dim 0 fastest under 3.8.0 and 3.9.0
+    (docs/results/2026-11-23-triton-versions-h100.md); 3.9.0's to_linear_layout says the same."""
+    return at_least("3.8.0")
+
+
+def shared_layout(layout: Any, shape: list[int]) -> Any:
+    """The oracle's linear layout of a shared legacy layout, in this Triton's definition: an unswizzled
+    transposed 2-D NVMMA buffer is dim 0 fastest from 3.8.0 on (rank 3 and more keep the older
+    definition, which the H100 has not settled)."""
+    from oracles import triton_layouts as tl
+
+    if (isinstance(layout, tl.NVMMASharedLayout) and layout.swizzle_byte_width == 0 and layout.transposed
+            and layout.rank == 2 and honours_unswizzled_transposed()):
+        cta = tl.identity_standard_nd(tl.OFFSET, [min(s, 256) for s in shape], [0, 1])
+        return tl.fit_to_shape(cta.transpose_outs(tl.dim_names(2)), shape)
+    return layout.linear_layout(shape)
