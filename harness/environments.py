@@ -146,9 +146,13 @@ def _make(folder: Path, packages: list[str], label: str) -> TritonEnvironment:
             return TritonEnvironment(label, python, json.loads(ready.read_text())["triton"])
         shutil.rmtree(folder, ignore_errors=True)
         print(f"layoutfuzz: making the environment for Triton {label} in {folder} (once)", file=sys.stderr)
-        _run([uv(), "venv", "-q", "--python", sys.executable, str(folder)], f"uv venv {folder}")
-        _run([uv(), "pip", "install", "-q", "--python", str(python), *packages, *requirements()], f"installing {' '.join(packages)}")
-        version = probe(python)
+        try:
+            _run([uv(), "venv", "-q", "--python", sys.executable, str(folder)], f"uv venv {folder}")
+            _run([uv(), "pip", "install", "-q", "--python", str(python), *packages, *requirements()], f"installing {' '.join(packages)}")
+            version = probe(python)
+        except BaseException:  # a half-made environment is never left behind
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         ready.write_text(json.dumps({"triton": version, "packages": packages}))
         return TritonEnvironment(label, python, version)
 

@@ -71,8 +71,12 @@ def run_version(run: VersionRun, campaign: list[str], resume: list[str] | None, 
     print(f"\n== Triton {run.label} ({run.environment.triton}) -> {run.directory}", file=sys.stderr)
     run.directory.mkdir(parents=True, exist_ok=True)
     with open(run.directory / "run.log", "w") as log:
-        done = subprocess.run(run.environment.command(*args), env=run.environment.env(), stdout=log)
-    return done.returncode
+        child = subprocess.Popen(run.environment.command(*args), env=run.environment.env(), stdout=log)
+        try:
+            return child.wait()
+        except KeyboardInterrupt:  # the campaign got the same Ctrl-C: it records what finished and stops
+            child.wait()
+            return 130
 
 
 def frames(runs: list[VersionRun]) -> dict[str, pd.DataFrame]:

@@ -286,3 +286,58 @@ def test_prebuilt_kernels_give_what_the_same_kernels_give_through_triton(tmp_pat
             monkeypatch.setenv(ENV, str(folder))
             assert target.observed(case) == through_triton, case.params
             monkeypatch.delenv(ENV)
+
+
+@pytest.mark.slow
+def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    pytest.importorskip("triton")
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root), LAYOUTFUZZ_CACHE=str(tmp_path / "cache"))
+    args = [sys.executable, "-m", "harness.cli", "matrix", "--triton-python", sys.executable, "--targets",
+            "triton.linear_layout", "--cases", "4000", "--jobs", "2", "--out", "m"]
+    child = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("m/triton-*/layoutfuzz.sqlite")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)
+    os.killpg(child.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group, as in a terminal
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 130 and "resumes" in err and "Traceback" not in err, err
+    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rates = pd.read_csv(tmp_path / "m" / "pass-rates.csv")
+    assert int(rates.loc[rates["family"] == "(all)"].iloc[0, 3]) == 4000  # every case once, none lost
+
+
+def test_a_night_whose_replay_passes_under_a_newer_release_records_it_as_fixed_in_the_ledger(tmp_path):
+    from generators.case import Case
+    from harness.nightly import record_fixes, triton_release
+    from reports import ledger
+    from reports.triage import RootCause
+
+    path = tmp_path / "known.toml"
+    problem = KnownProblem("triton.layouts", "crash", "SIGABRT: x", "an abort", first_bad="<=3.6.0", bisected="3.6.0 bad")
+    other = KnownProblem("triton.layouts", "crash", "SIGABRT: y", "another abort", first_bad="<=3.6.0", first_good="3.7.0")
+    ledger.save(path, [problem, other])
+    known = ledger.load(path)
+
+    def cause(p: KnownProblem, status: str, night: str, version: str) -> RootCause:
+        return RootCause(p.bucket, p.target, p.outcome, p.signature, "f", p.target, Case(p.target, 0, 0, {}), True,
+                         "2026-11-01", "triton 3.6.0", night, version, status, night if status == "fixed" else None,
+                         version if status == "fixed" else None)
+
+    class Root:
+        def causes(self):
+            return {problem.bucket: cause(problem, "fixed", "2026-11-23", "triton 3.9.0, torch 2.11"),
+                    other.bucket: cause(other, "fixed", "2026-11-23", "triton 3.9.0")}
+
+    assert triton_release("triton 3.9.0, torch 2.11") == "3.9.0" and triton_release("torch 2.11") is None
+    assert record_fixes(path, known, Root(), "2026-11-23") == [problem.bucket]  # `other`'s range already says so
+    after = ledger.load(path)
+    assert after[problem.bucket].first_good == "3.9.0" and "nightly 2026-11-23: passes under 3.9.0" in after[problem.bucket].bisected
+    assert after[other.bucket].first_good == "3.7.0"
+    assert record_fixes(path, after, Root(), "2026-11-24") == []  # only the night that saw it pass
