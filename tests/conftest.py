@@ -31,3 +31,14 @@ def pytest_collection_modifyitems(config, items):
             reason = cuda_device_missing()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def known_problem(case_file: str):
+    """This repository's ledger entry whose reproducer is ``docs/results/cases/CASE_FILE`` (its release range
+    says which Tritons have the problem)."""
+    from pathlib import Path
+
+    from reports import ledger
+
+    root = Path(__file__).resolve().parent.parent
+    return next(p for p in ledger.load(root / "layoutfuzz-known.toml").values() if p.reproducer.endswith(case_file))

@@ -12,6 +12,7 @@ from generators.case import Case
 from harness.runner import Runner, make_case
 from harness.target import Outcome
 from oracles import triton_layouts as tl
+from tests.conftest import known_problem
 from tests.test_cli import layoutfuzz
 
 pytest.importorskip("triton.experimental.gluon", reason="needs Triton with Gluon")
@@ -33,7 +34,7 @@ def test_campaign_prints_families_with_shared_layout_aborts_as_crash_rows(tmp_pa
     rows = db.execute("SELECT family, outcome, detail FROM outcomes WHERE target='triton.layouts'").fetchall()
     shared = [r for r in rows if r[0].endswith("_shared")]
     assert shared
-    if shared_abort().present_in(triton.__version__):  # the 3.6.0 abort, isolated
+    if known_problem("layouts-shared-abort.json").present_in(triton.__version__):  # the 3.6.0 abort, isolated
         assert all(o == "crash" and "SIGABRT" in d for _, o, d in shared)
     else:
         assert not [r for r in shared if r[1] == "crash"]
@@ -44,16 +45,6 @@ def test_campaign_prints_families_with_shared_layout_aborts_as_crash_rows(tmp_pa
 
 def transposed_nvmma(layout) -> bool:
     return bool(layout) and layout.get("kind") == "nvmma_shared" and layout.get("transposed")
-
-
-def shared_abort():
-    """The ledger's entry for the shared-layout abort of to_linear_layout (its range says which Tritons have it)."""
-    from pathlib import Path
-
-    from reports import ledger
-
-    known = ledger.load(Path(__file__).resolve().parent.parent / "layoutfuzz-known.toml").values()
-    return next(p for p in known if p.reproducer.endswith("layouts-shared-abort.json"))
 
 
 def _first(target, seed, predicate, limit=400) -> Case:

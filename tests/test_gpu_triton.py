@@ -341,11 +341,10 @@ def test_the_reduced_8_bit_conversion_loses_data_where_its_range_says():
     # docs/findings.md: 3.6.0 and 3.7.1 miscompile this 8-bit convert_layout, 3.8.0 and later do not (the ledger's
     # range, from `layoutfuzz bisect --kernels` on an H100); this runs the Triton under test (or its prebuilt kernels)
     from harness.triton_compat import version
-    from reports import ledger
+    from tests.conftest import known_problem
 
     case = Case.from_dict(json.loads((CASES / "convert-layout-8bit-min.json").read_text()))
-    known = ledger.load(CASES.parent.parent.parent / "layoutfuzz-known.toml").values()
-    problem = next(p for p in known if p.reproducer.endswith("convert-layout-8bit-min.json"))
+    problem = known_problem("convert-layout-8bit-min.json")
     target = TritonConvertLayout()
     observed = target.observed(case)
     assert target.compare(case, target.expected(case), {**observed, "data_mismatches": 0}).ok  # holders are right

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from generators.case import Case
@@ -91,10 +89,9 @@ def test_triton_invert_and_compose_aborts_on_shared_identical_dim_where_the_ledg
     # 3.6.0 to 3.8.0 abort (`layoutfuzz bisect` recorded first good 3.9.0 in layoutfuzz-known.toml); later ones pass
     import triton
 
-    from reports import ledger
+    from tests.conftest import known_problem
 
-    known = ledger.load(Path(__file__).resolve().parent.parent / "layoutfuzz-known.toml").values()
-    problem = next(p for p in known if p.reproducer.endswith("linear-layout-invert-and-compose-abort.json"))
+    problem = known_problem("linear-layout-invert-and-compose-abort.json")
     a = LinearLayout.from_bases([("register", [[1, 1]]), ("lane", [[0, 1]])], [("dim0", 2), ("dim1", 2)])
     b = LinearLayout.from_bases([("register", [[0, 0], [1, 0]]), ("lane", [[0, 1]])], [("dim0", 2), ("dim1", 2)])
     case = Case("triton.linear_layout", 0, 0, {"op": "invert_and_compose", "kind": "arbitrary/distributed",

@@ -27,11 +27,11 @@ def parse_version(text: str) -> tuple[int, int, int]:
 def version() -> tuple[int, int, int]:
     """The version of the Triton under test: the one that compiled the prebuilt kernels this process runs
     (``$LAYOUTFUZZ_KERNELS``, ``gpu.prebuilt``), else the one it imports."""
-    import os
+    from gpu.prebuilt import active_folder, folder_version
 
-    folder = os.environ.get("LAYOUTFUZZ_KERNELS")
-    if folder:
-        return parse_version(os.path.basename(os.path.normpath(folder)).removeprefix("triton-"))
+    folder = active_folder()
+    if folder is not None:
+        return parse_version(folder_version(folder))
     import triton
 
     return parse_version(triton.__version__)
