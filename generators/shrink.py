@@ -116,3 +116,12 @@ def narrower_element(params: Mapping[str, Any], layouts: Sequence[str]) -> Itera
 def replaced(params: Mapping[str, Any], **changes: Any) -> dict[str, Any]:
     """A copy of ``params`` with some keys replaced."""
     return {**copy.deepcopy(dict(params)), **changes}
+
+
+def legacy_case_shrinks(params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A case of one legacy layout over a tensor (``layout``, ``shape``): a halved tensor dim first, then
+    smaller layout parameters (fewer warps, elements, a narrower swizzle)."""
+    for shape in halved_sizes(params["shape"]):
+        yield replaced(params, shape=shape)
+    for layout in legacy_shrinks(params["layout"]):
+        yield replaced(params, layout=layout)

@@ -17,7 +17,7 @@ from typing import Any
 
 from generators import legacy_layouts
 from generators.case import Case
-from generators.shrink import halved_sizes, legacy_shrinks, replaced
+from generators.shrink import legacy_case_shrinks
 from generators.source import Source
 from generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
 from harness.compare import Comparison
@@ -85,11 +85,7 @@ class TritonSharedLayouts(GluonTarget):
         layout.linear_layout(p["shape"])
 
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
-        p = case.params
-        for shape in halved_sizes(p["shape"]):
-            yield replaced(p, shape=shape)
-        for layout in legacy_shrinks(p["layout"]):
-            yield replaced(p, layout=layout)
+        return legacy_case_shrinks(case.params)
 
     def family(self, case: Case) -> str:
         p = case.params
