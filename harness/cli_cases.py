@@ -39,15 +39,20 @@ class NamedCase:
     store_dir: Path | None  # the campaign it was found in, if any
 
 
+def read_case_file(path: Path) -> tuple[Case, dict[str, Any] | None]:
+    """The case a report or case file holds, and the report if it is one (a malformed file is a usage error)."""
+    try:
+        data = json.loads(path.read_text())
+        report = data if isinstance(data, dict) and "case" in data else None
+        return Case.from_dict(data["case"] if report else data), report
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{path} is not a layoutfuzz report or case: {exc}") from None
+
+
 def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] | None, Path | None, Path | None, Path | None]:
     path = Path(args.case)
     if path.is_file():
-        try:
-            data = json.loads(path.read_text())
-            report = data if isinstance(data, dict) and "case" in data else None
-            case = Case.from_dict(data["case"] if report else data)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise UsageError(f"{path} is not a layoutfuzz report or case: {exc}") from None
+        case, report = read_case_file(path)
         spec = args.target or (report or {}).get("target_spec") or case.target
         return case, spec, report, (path if report else None), (None if report else path), None
     key = parse_case_id(args.case)

@@ -15,6 +15,7 @@ from gpu.prebuilt import folder_version
 from harness import environments
 from harness.bisect import bisect, replay
 from harness.campaign import UsageError
+from harness.cli_cases import read_case_file
 from harness.environments import EnvironmentFailure, TritonEnvironment
 from harness.matrix import (
     VersionRun,
@@ -109,22 +110,27 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def _reproducer(args: argparse.Namespace) -> tuple[Path, str | None]:
     """The case file to replay and the bucket it stands for: CASE is a case or report file, or a bucket
-    key whose reproducer is in a nightly root or a campaign (its reduced case, if any)."""
+    key whose reproducer is in the ledger, a nightly root or a campaign (its reduced case, if any)."""
     path = Path(args.case)
     if path.is_file():
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{path} is not a layoutfuzz report or case: {exc}") from None
-        if isinstance(data, dict) and "case" in data:  # a report: replay its reduced case where it has one
-            reduced_file = path.with_name(data["reduced_case_file"]) if data.get("reduced_case_file") else None
+        _, report = read_case_file(path)
+        if report is not None:  # a report: replay its reduced case where it has one
+            reduced_file = path.with_name(report["reduced_case_file"]) if report.get("reduced_case_file") else None
             if reduced_file is not None and reduced_file.is_file():
-                return reduced_file, data.get("bucket")
-            return path, data.get("bucket")
+                return reduced_file, report.get("bucket")
+            return path, report.get("bucket")
         return path, None
-    for candidate in (Path(args.root) / "reproducers" / f"{args.case}.json",):
+    try:
+        known = ledger_file.load(args.known).get(args.case)
+    except ledger_file.LedgerError as exc:
+        raise UsageError(str(exc)) from None
+    if known is not None and known.reproducer:
+        candidate = Path(args.known).resolve().parent / known.reproducer
         if candidate.is_file():
             return candidate, args.case
+    candidate = Path(args.root) / "reproducers" / f"{args.case}.json"
+    if candidate.is_file():
+        return candidate, args.case
     reports = Path(args.out) / "reports"
     if reports.is_dir():
         for report in sorted(reports.glob("*.json")):
@@ -138,7 +144,7 @@ def _reproducer(args: argparse.Namespace) -> tuple[Path, str | None]:
                 args.case = str(report)
                 return _reproducer(args)
     raise UsageError(f"{args.case!r} is neither a case or report file nor a bucket with a reproducer in "
-                     f"{Path(args.root) / 'reproducers'} or {reports}")
+                     f"{args.known}, {Path(args.root) / 'reproducers'} or {reports}")
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
@@ -208,16 +214,10 @@ def cmd_kernels(args: argparse.Namespace) -> int:
         return 0
     import triton
 
-    from generators.case import Case
-
     jobs = []
-    if args.case:
-        for path in args.case:
-            try:
-                case = Case.from_dict(_case_json(Path(path)))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise UsageError(f"{path} is not a layoutfuzz case or report: {exc}") from None
-            jobs.append(Job(target_specs([case.target])[0], case))
+    for path in args.case or []:
+        case, _ = read_case_file(Path(path))
+        jobs.append(Job(target_specs([case.target])[0], case))
     if args.targets:
         if not args.cases:
             raise UsageError("--targets needs --cases N")
@@ -234,11 +234,6 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     print(f"Triton {triton.__version__}: {len(jobs)} kernel(s) in {time.monotonic() - started:.0f} s: "
           + ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) + f" -> {folder}")
     return 0
-
-
-def _case_json(path: Path) -> dict:
-    data = json.loads(path.read_text())
-    return data["case"] if isinstance(data, dict) and "case" in data else data
 
 
 def _forwarded(args: argparse.Namespace) -> list[str]:
@@ -282,7 +277,8 @@ def add_version_parsers(sub: argparse._SubParsersAction, parse_duration, positiv
 
     kernels = sub.add_parser(
         "kernels", help="compile GPU cases' kernels ahead on a CPU, by one or several Triton releases",
-        description="Compile the Gluon kernel of each case of the GPU targets (triton.convert_layout, triton.shared_memory) "
+        description="Compile the Gluon kernel of each case of the GPU targets (triton.convert_layout, triton.shared_memory, "
+        "triton.convert_layout_shuffle, whose second lowering 3.9.0 on compiles too) "
         "for sm_90a on this machine, by this interpreter's Triton or, with --triton, by each release in its own "
         "environment, into OUT/triton-VERSION/TARGET/KEY.json (the cubin and what launching it needs, filed by the "
         "case's content hash; a compile the compiler refuses is filed with its error). Each compile runs in a worker; "
@@ -301,10 +297,11 @@ def add_version_parsers(sub: argparse._SubParsersAction, parse_duration, positiv
 
     bis = sub.add_parser(
         "bisect", help="the Triton releases where a root cause is present: first bad, first good",
-        description="Replay one reproducer (a reduced case, a report, or a BUCKET key with a reproducer in ROOT/reproducers "
-        "or OUT/reports) under ordered Triton releases, each in its cached environment, by binary search over the range, "
+        description="Replay one reproducer (a reduced case, a report, or a BUCKET key with a reproducer in the ledger, "
+        "ROOT/reproducers or OUT/reports) under ordered Triton releases, each in its cached environment, by binary search over the range, "
         "and print the first bad and the first good release. A release is bad when the reproducer fails with the same "
-        "root cause. With the bucket in the ledger, records the range there (first_bad, first_good, bisected). Exit 0 "
+        "root cause; an end release where another failure comes first is set aside (masked). With the bucket in the ledger, "
+        "records the range there (first_bad, first_good, bisected, masked). Exit 0 "
         "when a range was found, 1 when another failure got in the way, 2 on bad input.")
     bis.add_argument("case", metavar="CASE|BUCKET")
     bis.add_argument("--triton", default=f"{environments.RELEASES[0]}..{environments.RELEASES[-1]}", metavar="RANGE",

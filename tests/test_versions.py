@@ -341,3 +341,24 @@ def test_a_night_whose_replay_passes_under_a_newer_release_records_it_as_fixed_i
     assert after[problem.bucket].first_good == "3.9.0" and "nightly 2026-11-23: passes under 3.9.0" in after[problem.bucket].bisected
     assert after[other.bucket].first_good == "3.7.0"
     assert record_fixes(path, after, Root(), "2026-11-24") == []  # only the night that saw it pass
+
+
+def test_bisect_finds_a_buckets_reproducer_in_the_ledger(tmp_path):
+    import argparse
+
+    from harness.campaign import UsageError
+    from harness.cli_versions import _reproducer
+
+    root = Path(__file__).resolve().parent.parent
+    from tests.conftest import known_problem
+
+    problem = known_problem("layouts-shared-abort.json")
+    args = argparse.Namespace(case=problem.bucket, known=str(root / "layoutfuzz-known.toml"), root=str(tmp_path), out=str(tmp_path))
+    assert _reproducer(args) == (root / problem.reproducer, problem.bucket)
+    args.case = "000000000000"
+    with pytest.raises(UsageError, match="neither a case or report file nor a bucket"):
+        _reproducer(args)
+    (tmp_path / "broken.json").write_text("{not json")
+    args.case = str(tmp_path / "broken.json")
+    with pytest.raises(UsageError, match="is not a layoutfuzz report or case"):
+        _reproducer(args)
