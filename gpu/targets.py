@@ -27,7 +27,10 @@ def cuda_device_count() -> int | None:
         from cuda.bindings import runtime
     except Exception:
         return None
-    err, count = runtime.cudaGetDeviceCount()
+    try:
+        err, count = runtime.cudaGetDeviceCount()
+    except RuntimeError:  # cuda-bindings 13 raises where no driver is installed ("Failed to dlopen libcuda.so.1")
+        return 0
     return count if err == runtime.cudaError_t.cudaSuccess else 0
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harness import registry
-from harness.runner import Result, Runner, Shard, make_case, plan, run_cases
+from harness.runner import Result, Runner, Shard, make_case, run_cases, share
 from harness.signatures import root_cause
 from harness.target import OUTCOMES, Outcome, Target
 from reports.buckets import bucket_table
@@ -147,16 +147,20 @@ class Recorder:
         self.store, self.specs, self.versions, self.progress = store, specs, versions, progress
         self.counts: Counter[str] = Counter()
 
-    def __call__(self, result: Result) -> None:
-        report = None
-        if result.outcome is not Outcome.PASS:
-            path = Path(self.store.directory, "reports", report_name(result.case))
-            spec = self.specs.get(result.case.target, result.case.target)
-            report = build_report(result, self.versions.get(result.case.target, {}), path, spec)
-        self.store.record(result, bucket_key(result), report, root_cause(result))
-        self.counts[result.outcome.value] += 1
+    def __call__(self, results: list[Result]) -> None:
+        """Stores results (one transaction for all of them), each non-pass's report first."""
+        rows = []
+        for result in results:
+            report = None
+            if result.outcome is not Outcome.PASS:
+                path = Path(self.store.directory, "reports", report_name(result.case))
+                spec = self.specs.get(result.case.target, result.case.target)
+                report = build_report(result, self.versions.get(result.case.target, {}), path, spec)
+            rows.append((result, bucket_key(result), report, root_cause(result)))
+            self.counts[result.outcome.value] += 1
+        self.store.record_many(rows)
         if self.progress is not None:
-            self.progress.update(1)
+            self.progress.update(len(results))
             self.progress.set_postfix_str(
                 " ".join(f"{k}={v}" for k, v in sorted(self.counts.items()) if k != "pass"), refresh=False
             )
@@ -220,7 +224,7 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
             print(f"{target.name}: unsupported here: {availability.reason}", file=sys.stderr)
             if first is not None and (target.name, seed, first) not in done:
                 case = make_case(target, seed, first)
-                recorder(Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason))
+                recorder([Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason)])
 
         for _, target in runnable:
             differs = nondeterministic_index(target, seed, shard.indices(cases))
@@ -236,13 +240,15 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
         progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=args.quiet,
                         file=sys.stderr, dynamic_ncols=interactive, mininterval=0.1 if interactive else 30)
         recorder.progress = progress
-        work = plan(runnable, seed, shard, cases, lambda t, i: (t, seed, i) in done)
+        batch = getattr(args, "batch", None)
+        shares = [share(spec, target, seed, (i for i in shard.indices(cases) if (target.name, seed, i) not in done), batch)
+                  for spec, target in runnable]
         deadline = time.monotonic() + budget if budget else None
         started = time.monotonic()
         interrupted = False
         timeout = args.timeout if args.timeout is not None else float(meta.get("timeout_s", DEFAULT_TIMEOUT_S))
         try:
-            run_cases(work, recorder, args.jobs, timeout, deadline, meta.get("memory_limit"))
+            run_cases(shares, recorder, args.jobs, timeout, deadline, meta.get("memory_limit"))
         except KeyboardInterrupt:
             interrupted = True
         finally:

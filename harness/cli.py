@@ -286,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="worker processes (default: one per core)")
     run.add_argument("--timeout", type=parse_positive_duration, default=None, metavar="DURATION",
                      help="per-case time limit; a case past it is a timeout (default 30s, or the resumed campaign's)")
+    run.add_argument("--batch", type=positive_int, default=None, metavar="N",
+                     help="the most cases one worker call takes (default: each target's own limit, sized to about 0.1 s "
+                          "of work); 1 runs one case per call. A crash or hang costs only the case(s) that cause it either way")
     run.add_argument("--memory-limit", type=parse_size, metavar="SIZE",
                      help="heap per worker, e.g. 4G (RLIMIT_DATA); a case past it is a crash with the reason (default: none)")
     run.add_argument("--out", default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")

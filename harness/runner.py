@@ -1,15 +1,16 @@
 """Running cases in isolated worker processes, and campaigns of them.
 
-Each case runs in a worker process (pebble's pool, spawn context): an abort, a segfault or a
-hang of the system under test kills or stalls only that worker, is recorded as ``crash`` (with
-the signal and the last lines the worker printed) or ``timeout``, and the campaign goes on.
+Cases run in batches in worker processes forked from a warm fork server (``harness.pool``,
+``harness.forkserver``): an abort, a segfault or a hang of the system under test kills or stalls
+only that worker, is recorded as ``crash`` (with the signal and the last lines the worker printed)
+or ``timeout`` of the case(s) causing it (``harness.batching``), and the campaign goes on.
 """
 
 from __future__ import annotations
 
 import faulthandler
+import itertools
 import json
-import multiprocessing
 import os
 import resource
 import signal
@@ -17,20 +18,19 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pebble import ProcessExpired, ProcessPool
-
 from generators.case import Case
 from generators.source import source_for
 from harness import registry
+from harness.batching import Batch, BatchSize, Progress, ProgressFile, cases_of
 from harness.compare import clipped, summarised, to_jsonable
-from harness.target import Outcome, Target, Unsupported
+from harness.pool import Died, Finished, WorkerPool
+from harness.target import Outcome, Target, Unsupported, batched
 
 WORKER_LOG_LINES = 20
 LOG_TAIL_BYTES = 64 * 1024  # of a crashed worker's output, read back
@@ -131,162 +131,338 @@ def _clear_worker_log() -> None:
         pass
 
 
-def evaluate(spec: str, case_json: str) -> dict[str, Any]:
-    """Runs one case in this process: oracle, system under test, comparison."""
-    _clear_worker_log()
-    start = time.perf_counter()
-    case = Case.from_dict(json.loads(case_json))
-    result: dict[str, Any] = {}
+def _failed(outcome: Outcome, detail: str, start: float) -> dict[str, Any]:
+    return {"outcome": outcome.value, "detail": clipped(str(detail), DETAIL_LIMIT), "duration_s": time.perf_counter() - start}
 
-    def finish(outcome: Outcome, detail: str = "", **extra: Any) -> dict[str, Any]:
-        os._exit = _REAL_EXIT
-        if "mismatches" in extra:
-            extra["mismatches"] = [clipped(str(m), MISMATCH_LIMIT) for m in extra["mismatches"]]
-        result.update(outcome=outcome.value, detail=clipped(str(detail), DETAIL_LIMIT), duration_s=time.perf_counter() - start,
-                      **extra)
-        return result
 
-    phase = "loading the target"
-    os._exit = _exit_during_case  # pebble reads a worker's exit status 0 as a normal end: the case would hang
+def _raised(exc: BaseException, phase: str, text: str) -> tuple[Outcome, str]:
+    """The outcome and detail of a case whose ``phase`` raised ``exc`` (``text``: its traceback)."""
+    if isinstance(exc, Unsupported):
+        return Outcome.UNSUPPORTED, str(exc)
+    if isinstance(exc, MemoryError):  # under --memory-limit: the case's, like any other way of running out of memory
+        return Outcome.CRASH, f"MemoryError in {phase}: the worker's memory limit was exceeded"
+    if isinstance(exc, Exception):
+        return Outcome.ERROR, f"exception in {phase}:\n{text}"
+    # SystemExit, KeyboardInterrupt, ... raised by target code: this case's, not the campaign's
+    outcome = Outcome.CRASH if phase == "the system under test" else Outcome.ERROR
+    return outcome, f"{type(exc).__name__}({exc!r}) raised in {phase}:\n{text}"
+
+
+def _verdict(target: Target, case: Case, expected: Any, observed: Any, verdict: Any, start: float) -> dict[str, Any]:
+    """The result of a case whose oracle and system under test answered."""
+    result = {"expected": summarised(to_jsonable(expected), VALUE_LIMIT), "observed": summarised(to_jsonable(observed), VALUE_LIMIT)}
     try:
-        target = registry.load(spec)
-        phase = "the oracle"
+        result["metrics"] = {str(k): float(v) for k, v in target.metrics(case, observed).items()}
+    except BaseException as exc:
+        return result | _failed(*_raised(exc, "the target's metrics", traceback.format_exc(limit=8)), start)
+    return result | {
+        "outcome": (Outcome.PASS if verdict.ok else Outcome.DIVERGE).value,
+        "detail": clipped(str(verdict.note), DETAIL_LIMIT),
+        "mismatch_count": verdict.mismatch_count,
+        "mismatches": [clipped(str(m), MISMATCH_LIMIT) for m in verdict.mismatches],
+        "signature": verdict.signature,
+        "duration_s": time.perf_counter() - start,
+    }
+
+
+def evaluate(target: Target, case: Case) -> dict[str, Any]:
+    """Runs one case in this process: oracle, system under test, comparison."""
+    start = time.perf_counter()
+    phase = "the oracle"
+    try:
         expected = target.expected(case)
-        result["expected"] = summarised(to_jsonable(expected), VALUE_LIMIT)
         phase = "the system under test"
         observed = target.observed(case)
-        result["observed"] = summarised(to_jsonable(observed), VALUE_LIMIT)
-        phase = "the target's metrics"
-        result["metrics"] = {str(k): float(v) for k, v in target.metrics(case, observed).items()}
         phase = "the comparison"
         verdict = target.compare(case, expected, observed)
-    except Unsupported as exc:
-        return finish(Outcome.UNSUPPORTED, str(exc))
-    except MemoryError:  # under --memory-limit: the case's, like any other way of running out of memory
-        return finish(Outcome.CRASH, f"MemoryError in {phase}: the worker's memory limit was exceeded")
-    except Exception:
-        return finish(Outcome.ERROR, f"exception in {phase}:\n{traceback.format_exc(limit=8)}")
-    except BaseException as exc:  # SystemExit, KeyboardInterrupt, ... raised by target code: this case's, not the campaign's
-        outcome = Outcome.CRASH if phase == "the system under test" else Outcome.ERROR
-        return finish(outcome, f"{type(exc).__name__}({exc!r}) raised in {phase}:\n{traceback.format_exc(limit=8)}")
-    return finish(
-        Outcome.PASS if verdict.ok else Outcome.DIVERGE,
-        verdict.note,
-        mismatch_count=verdict.mismatch_count,
-        mismatches=list(verdict.mismatches),
-        signature=verdict.signature,
-    )
+    except BaseException as exc:
+        return _failed(*_raised(exc, phase, traceback.format_exc(limit=8)), start)
+    return _verdict(target, case, expected, observed, verdict, start)
+
+
+class _Raised:
+    """An answer of a batch that is an exception, with its traceback."""
+
+    def __init__(self, exc: BaseException, text: str) -> None:
+        self.exc, self.text = exc, text
+
+
+def _answers(batch_method: Callable, single: Callable, cases: list[Case], *more: list[Any]) -> list[Any]:
+    """``batch_method(cases, *more)``, each exception entry as ``_Raised``; if the call raises, or answers
+    the wrong number of cases, each case alone through ``single``."""
+    try:
+        answers = list(batch_method(cases, *more))
+        if len(answers) != len(cases):
+            raise ValueError(f"{batch_method.__qualname__} answered {len(answers)} of {len(cases)} cases")
+        return [_Raised(a, "".join(traceback.format_exception(a, limit=8))) if isinstance(a, BaseException) else a
+                for a in answers]
+    except BaseException:
+        out = []
+        for i, case in enumerate(cases):
+            try:
+                out.append(single(case, *(m[i] for m in more)))
+            except BaseException as exc:
+                out.append(_Raised(exc, traceback.format_exc(limit=8)))
+        return out
+
+
+def evaluate_many(target: Target, cases: list[Case]) -> list[dict[str, Any]]:
+    """Runs cases in this process through the target's batch methods: one oracle call, one system under test
+    call and one comparison for all of them, with each case's outcome as ``evaluate`` gives it."""
+    start = time.perf_counter()
+    results: list[dict[str, Any] | None] = [None] * len(cases)
+
+    def fail(live: list[int], answers: list[Any], phase: str) -> list[int]:
+        for i, answer in zip(live, answers):
+            if isinstance(answer, _Raised):
+                results[i] = _failed(*_raised(answer.exc, phase, answer.text), start)
+        return [i for i, answer in zip(live, answers) if not isinstance(answer, _Raised)]
+
+    live = list(range(len(cases)))
+    expected = _answers(target.expected_batch, target.expected, cases)
+    live = fail(live, expected, "the oracle")
+    observed_live = _answers(target.observed_batch, target.observed, [cases[i] for i in live])
+    observed = dict(zip(live, observed_live))
+    live = fail(live, observed_live, "the system under test")
+    verdicts = _answers(target.compare_batch, target.compare, [cases[i] for i in live], [expected[i] for i in live],
+                        [observed[i] for i in live])
+    passed = fail(live, verdicts, "the comparison")
+    for i, verdict in zip(live, verdicts):
+        if i in passed:
+            results[i] = _verdict(target, cases[i], expected[i], observed[i], verdict, start)
+    share = (time.perf_counter() - start) / max(len(cases), 1)
+    for result in results:
+        assert result is not None
+        result["duration_s"] = share
+    return results  # type: ignore[return-value]
+
+
+def run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep_values: bool) -> int:
+    """A worker's task: the cases of one batch, each result written to the progress file as it finishes."""
+    progress = ProgressFile(progress_path)
+    progress.running(range(len(payload)))  # until each case is under way: loading and generating
+    os._exit = _exit_during_case  # a status 0 mid-case would read as a normal end: say what happened
+    try:
+        _clear_worker_log()
+        try:
+            target = registry.load(spec)
+        except BaseException as exc:
+            detail = _raised(exc, "loading the target", traceback.format_exc(limit=8))[1]
+            for k, item in enumerate(payload):
+                case = Case.from_dict(item) if isinstance(item, dict) else Case(spec, seed, item, {})
+                progress.result(k, {"case": case.to_dict(), "family": "all", "outcome": Outcome.ERROR.value,
+                                    "detail": clipped(detail, DETAIL_LIMIT), "duration_s": 0.0})
+            return len(payload)
+        live = []
+        for k, case, family, error in cases_of(target, seed, payload):
+            if error:
+                progress.result(k, {"case": case.to_dict(), "family": family, "outcome": Outcome.ERROR.value,
+                                    "detail": clipped(error, DETAIL_LIMIT), "duration_s": 0.0})
+            else:
+                live.append((k, case, family))
+        if batched(target) and len(live) > 1:
+            progress.running([k for k, _, _ in live])
+            _clear_worker_log()
+            answers = evaluate_many(target, [case for _, case, _ in live])
+        else:
+            answers = []
+            for k, case, _ in live:
+                progress.running([k])
+                _clear_worker_log()
+                answers.append(evaluate(target, case))
+                _write(progress, k, case, live[len(answers) - 1][2], answers[-1], keep_values)
+            return len(payload)
+        for (k, case, family), answer in zip(live, answers):
+            _write(progress, k, case, family, answer, keep_values)
+        return len(payload)
+    finally:
+        os._exit = _REAL_EXIT
+        progress.close()
+
+
+def _write(progress: ProgressFile, k: int, case: Case, family: str, result: dict[str, Any], keep_values: bool) -> None:
+    if not keep_values and result["outcome"] == Outcome.PASS.value:  # a campaign stores no values of a pass
+        result.pop("expected", None)
+        result.pop("observed", None)
+    progress.result(k, {"case": case.to_dict(), "family": family, **result})
 
 
 # ---- in the parent ------------------------------------------------------------------------
 
 
 @dataclass
-class Runner:
-    """A pool of isolated workers; ``submit`` cases, ``results`` as they finish.
+class _Pending:
+    batch: Batch
+    keep_values: bool
+    progress: Path
+    started: float = 0.0  # time.monotonic() when a worker took it
+    hung: bool = False  # killed for making no progress within the timeout
 
-    A pool that breaks (pebble's "All workers expired" when workers crash back to back, or an error
-    inside the pool) is replaced by a fresh one and what was in flight runs again, at most
-    ``RETRIES`` times per case; only then is the case an ``error``."""
+
+@dataclass
+class Runner:
+    """Isolated workers forked from a warm fork server (``harness.pool``); ``submit`` cases or batches
+    of them, ``results`` as they finish. A worker that dies or hangs costs only the case(s) that cause
+    it (``harness.batching``), and is replaced by a fork of the server in milliseconds."""
 
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     timeout_s: float = 30.0
     memory_limit: int | None = None  # bytes of heap per worker (RLIMIT_DATA); None: no limit
+    preload: tuple[str, ...] = ()  # modules the fork server imports ahead (see harness.forkserver)
     _log_dir: tempfile.TemporaryDirectory | None = None
-    _pool: ProcessPool | None = None
-    _pending: dict = field(default_factory=dict)
-    _retries: dict = field(default_factory=dict)
-
-    RETRIES = 2
+    _pool: WorkerPool | None = None
+    _queue: deque = field(default_factory=deque)  # batches waiting for a worker
+    _running: dict = field(default_factory=dict)  # slot -> _Pending
+    _batches: int = 0
 
     def __enter__(self) -> Runner:
         self._log_dir = tempfile.TemporaryDirectory(prefix="layoutfuzz-workers-")
-        self._pool = self._new_pool()
+        self._pool = WorkerPool(self.jobs, _init_worker, (self._log_dir.name, self.memory_limit), self.preload)
         return self
 
-    def _new_pool(self) -> ProcessPool:
-        assert self._log_dir is not None
-        return ProcessPool(
-            max_workers=self.jobs,
-            initializer=_init_worker,
-            initargs=(self._log_dir.name, self.memory_limit),
-            context=multiprocessing.get_context("spawn"),
-        )
-
-    def __exit__(self, exc_type, *_: Any) -> None:
+    def __exit__(self, *_: Any) -> None:
         assert self._pool is not None and self._log_dir is not None
-        if exc_type is None:
-            self._pool.close()
-        else:
-            self._pool.stop()
-        self._pool.join()
-        self._end_groups(every=True)
+        self._pool.close()
         self._log_dir.cleanup()
-
-    def _end_groups(self, every: bool = False) -> None:
-        """Kills the process group of each worker that is gone (``every``: of all workers): what a
-        crashed or timed-out system under test left running dies with its worker."""
-        assert self._log_dir is not None
-        for log in Path(self._log_dir.name).glob("worker-*.log"):
-            pid = int(log.stem.split("-")[1])
-            if not every and _alive(pid):
-                continue
-            _kill_group(pid)
-            if not every:
-                log.unlink(missing_ok=True)
 
     @property
     def in_flight(self) -> int:
-        return len(self._pending)
+        """Batches submitted and not yet answered."""
+        return len(self._queue) + len(self._running)
 
     def submit(self, spec: str, case: Case, family: str) -> None:
-        assert self._pool is not None
-        try:
-            future = self._pool.schedule(evaluate, args=(spec, case.to_json()), timeout=self.timeout_s)
-        except RuntimeError:  # the pool is broken: a fresh one takes this case and what was in flight
-            self._restart()
-            future = self._pool.schedule(evaluate, args=(spec, case.to_json()), timeout=self.timeout_s)
-        self._pending[future] = (spec, case, family, time.perf_counter())
+        """One case, answered with its expected and observed values whatever its outcome."""
+        self.submit_batch(Batch(spec, case.seed, (case,), (family,)), keep_values=True)
 
-    def _restart(self) -> None:
-        """Replaces a broken pool; the cases in flight are submitted again."""
+    def submit_batch(self, batch: Batch, keep_values: bool = False) -> None:
+        """Cases for one worker call; ``keep_values``: a pass keeps its expected and observed values."""
+        self._queue.append(_Pending(batch, keep_values, self._progress_path()))
+        self._dispatch()
+
+    def _progress_path(self) -> Path:
+        assert self._log_dir is not None
+        self._batches += 1
+        return Path(self._log_dir.name, f"batch-{self._batches}.jsonl")
+
+    def _dispatch(self) -> None:
         assert self._pool is not None
-        self._pool.stop()
-        self._pool.join()
-        self._pool = self._new_pool()
-        pending, self._pending = list(self._pending.values()), {}
-        for spec, case, family, _ in pending:
-            self.submit(spec, case, family)
+        for slot in self._pool.idle():
+            if not self._queue:
+                return
+            item = self._queue.popleft()
+            item.started = time.monotonic()
+            self._running[slot] = item
+            batch = item.batch
+            self._pool.dispatch(slot, run_batch, (batch.spec, batch.seed, batch.payload(), str(item.progress), item.keep_values))
 
     def results(self, wait_s: float | None = None) -> list[Result]:
         """Results of the cases finished within ``wait_s`` seconds (all pending if None)."""
-        if not self._pending:
-            return []
-        done, _ = wait(list(self._pending), timeout=wait_s, return_when=FIRST_COMPLETED)
-        return [r for r in (self._collect(f) for f in done if f in self._pending) if r is not None]
+        assert self._pool is not None
+        out: list[Result] = []
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        while self.in_flight:
+            left = HANG_POLL_S if deadline is None else max(0.0, min(HANG_POLL_S, deadline - time.monotonic()))
+            answered = [(event, self._running.pop(event.slot)) for event in self._pool.poll(left)]  # before any dispatch
+            for event, item in answered:
+                if isinstance(event, Finished):
+                    out.extend(self._finished(item, event.error))
+                else:
+                    out.extend(self._after_failure(item, event))
+            self._stop_hung()
+            self._dispatch()
+            if out or (deadline is not None and time.monotonic() >= deadline):
+                break
+        return out
 
-    def _collect(self, future) -> Result | None:
-        spec, case, family, started = self._pending.pop(future)
-        elapsed = time.perf_counter() - started
+    def _stop_hung(self) -> None:
+        """Kills the worker of each batch whose running call has made no progress for ``timeout_s``."""
+        assert self._pool is not None
+        now = time.monotonic()
+        for slot, item in self._running.items():
+            try:
+                last = max(item.started, now - (time.time() - item.progress.stat().st_mtime))
+            except FileNotFoundError:
+                last = item.started
+            if now - last > self.timeout_s and not item.hung:
+                item.hung = True
+                self._pool.kill(slot)
+
+    def salvage(self) -> list[Result]:
+        """The results already finished inside the batches in flight (on an interrupt: nothing finished is lost)."""
+        out = []
+        for item in self._running.values():
+            progress = Progress.read(item.progress)
+            out.extend(self._result(item.batch, k, entry) for k, entry in sorted(progress.results.items()))
+        self._running.clear()
+        self._queue.clear()
+        return out
+
+    def _finished(self, item: _Pending, error: str) -> list[Result]:
+        batch = item.batch
+        progress = Progress.read(item.progress)
+        item.progress.unlink(missing_ok=True)
+        out = [self._result(batch, k, entry) for k, entry in sorted(progress.results.items())]
+        missing = [k for k in range(len(batch)) if k not in progress.results]
+        if error:  # an exception escaped run_batch: a harness bug, each unanswered case's error
+            detail = clipped(f"worker failure:\n{error}", DETAIL_LIMIT)
+            return out + [self._lost(batch, k, Outcome.ERROR, detail, 0.0) for k in missing]
+        if missing:  # a worker that returned without finishing every case: run the rest again
+            self.submit_batch(batch.part(missing), item.keep_values)
+        return out
+
+    def _after_failure(self, item: _Pending, died: Died) -> list[Result]:
+        """A batch whose worker died or hung: finished cases keep their results, a call of several cases
+        that was running is bisected, the rest runs again; a single case's crash or timeout is its outcome."""
+        batch = item.batch
+        progress = Progress.read(item.progress)
+        item.progress.unlink(missing_ok=True)
+        elapsed = time.monotonic() - item.started
+        done = [self._result(batch, k, entry) for k, entry in sorted(progress.results.items())]
+        unfinished = [k for k in range(len(batch)) if k not in progress.results]
+        suspects = [k for k in (progress.running or range(len(batch))) if k in unfinished]
+        rest = [k for k in unfinished if k not in suspects]
+        if rest:
+            self.submit_batch(batch.part(rest), item.keep_values)
+        if len(suspects) > 1:
+            for half in batch.part(suspects).halves():
+                self.submit_batch(half, item.keep_values)
+        elif suspects and item.hung:
+            done.append(self._lost(batch, suspects[0], Outcome.TIMEOUT, f"no answer within {self.timeout_s:g} s", elapsed))
+        elif suspects:
+            done.append(self._lost(batch, suspects[0], Outcome.CRASH, self._crash_detail(died), elapsed))
+        assert self._log_dir is not None
+        Path(self._log_dir.name, f"worker-{died.pid}.log").unlink(missing_ok=True)
+        return done
+
+    def _case(self, batch: Batch, k: int) -> Case:
+        item = batch.items[k]
+        if isinstance(item, Case):
+            return item
+        target = registry.load(batch.spec)
         try:
-            data = future.result()
-        except FutureTimeout:
-            self._end_groups()
-            return Result(case, family, Outcome.TIMEOUT, f"no answer within {self.timeout_s:g} s", duration_s=elapsed)
-        except ProcessExpired as exc:
-            _kill_group(exc.pid)
-            return Result(case, family, Outcome.CRASH, self._crash_detail(exc), duration_s=elapsed)
-        except Exception as exc:  # the pool itself failed (a broken pool, pickling, ...)
-            key = case.to_json()
-            self._retries[key] = self._retries.get(key, 0) + 1
-            if self._retries[key] <= self.RETRIES:
-                self._pending[future] = (spec, case, family, started)  # back in flight, then all of it again
-                self._restart()
-                return None
-            return Result(case, family, Outcome.ERROR, f"worker failure: {exc!r}", duration_s=elapsed)
+            return make_case(target, batch.seed, item)
+        except Exception:
+            return Case(target.name, batch.seed, item, {})
+
+    def _family(self, batch: Batch, k: int, case: Case) -> str:
+        if batch.families[k] is not None:
+            return batch.families[k]
+        try:
+            return registry.load(batch.spec).family(case)
+        except Exception:
+            return "generate"
+
+    def _lost(self, batch: Batch, k: int, outcome: Outcome, detail: str, elapsed: float) -> Result:
+        """The result of a case whose worker gave none (it crashed, hung or failed)."""
+        case = self._case(batch, k)
+        return Result(case, self._family(batch, k, case), outcome, detail, duration_s=elapsed)
+
+    def _result(self, batch: Batch, k: int, data: dict[str, Any]) -> Result:
+        item = batch.items[k]
+        case = item if isinstance(item, Case) else Case.from_dict(data["case"])
         return Result(
             case,
-            family,
+            batch.families[k] if batch.families[k] is not None else data["family"],
             Outcome(data["outcome"]),
             data.get("detail", ""),
             data.get("expected"),
@@ -294,12 +470,12 @@ class Runner:
             data.get("mismatch_count", 0),
             tuple(data.get("mismatches", ())),
             data.get("signature", ""),
-            data.get("duration_s", elapsed),
+            data.get("duration_s", 0.0),
             data.get("metrics") or {},
         )
 
-    def _crash_detail(self, exc: ProcessExpired) -> str:
-        code = exc.exitcode
+    def _crash_detail(self, died: Died) -> str:
+        code = died.exitcode
         if code is not None and code < 0:
             try:
                 what = f"killed by {signal.Signals(-code).name}"
@@ -309,93 +485,98 @@ class Runner:
             what = f"worker exited with code {code}"
         tail = ""
         assert self._log_dir is not None
-        path = Path(self._log_dir.name, f"worker-{exc.pid}.log")
+        path = Path(self._log_dir.name, f"worker-{died.pid}.log")
         if path.exists():
             with open(path, "rb") as log:  # only the end: a worker may have printed gigabytes
                 log.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
                 lines = log.read().decode(errors="replace").strip().splitlines()
             tail = "\n".join(clipped(line, 1000) for line in lines[-WORKER_LOG_LINES:])
-            path.unlink(missing_ok=True)
         return clipped(what + (f"\n{tail}" if tail else ""), DETAIL_LIMIT)
 
 
-def _kill_group(pid: int) -> None:
-    """SIGKILL to the process group a worker led (it and whatever it started)."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+HANG_POLL_S = 0.25  # how often the runner looks for a hung batch
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` still runs (a zombie counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
-@dataclass(frozen=True)
-class Work:
-    """One case to run, or a result already known without running it."""
+@dataclass
+class Share:
+    """One target's part of a run: the cases still to submit (indices, or explicit cases), how many per
+    worker call, and the worker time its cases took so far (what the fair budget shares out)."""
 
     spec: str
-    case: Case
-    family: str
-    known: Result | None = None
+    target: Target
+    seed: int
+    items: Iterator[int | Case]
+    size: BatchSize
+    seconds: float = 0.0  # worker time of its finished cases
+    cases: int = 0  # finished cases
+    in_flight: int = 0  # cases submitted and not finished
+    exhausted: bool = False
+
+    @property
+    def time_used(self) -> float:
+        """Worker time so far, with the cases in flight at the mean time per case."""
+        per_case = self.seconds / self.cases if self.cases else 0.0
+        return self.seconds + self.in_flight * per_case + 1e-9 * self.in_flight  # ties go round the targets
+
+    def next_batch(self) -> Batch | None:
+        items = list(itertools.islice(self.items, self.size.size))
+        if not items:
+            self.exhausted = True
+            return None
+        self.in_flight += len(items)
+        return Batch(self.spec, self.seed, tuple(items))
+
+    def account(self, results: Sequence[Result]) -> None:
+        seconds = sum(r.duration_s for r in results)
+        self.seconds += seconds
+        self.cases += len(results)
+        self.in_flight = max(0, self.in_flight - len(results))
+        self.size.observe(len(results), seconds)
 
 
-def plan(
-    targets: Sequence[tuple[str, Target]], seed: int, shard: Shard, cases: int | None, skip: Callable[[str, int], bool]
-) -> Iterator[Work]:
-    """The campaign's cases, round-robin over targets, skipping those ``skip`` says are done."""
-    for index in shard.indices(cases):
-        for spec, target in targets:
-            if skip(target.name, index):
-                continue
-            try:
-                case = make_case(target, seed, index)
-                family = target.family(case)
-            except Exception:
-                case = Case(target.name, seed, index, {})
-                detail = f"exception generating the case:\n{traceback.format_exc(limit=8)}"
-                yield Work(spec, case, "generate", Result(case, "generate", Outcome.ERROR, detail))
-                continue
-            yield Work(spec, case, family)
+def share(spec: str, target: Target, seed: int, items: Iterable[int | Case], batch: int | None = None) -> Share:
+    """A target's share of a run; ``batch``: the most cases per worker call (None: the target's ``max_batch``)."""
+    limit = max(1, batch if batch is not None else target.max_batch)
+    return Share(spec, target, seed, iter(items), BatchSize(limit, min(limit, 4)))
 
 
 def run_cases(
-    work: Iterator[Work],
-    record: Callable[[Result], None],
+    shares: Sequence[Share],
+    record: Callable[[list[Result]], None],
     jobs: int,
     timeout_s: float,
     deadline: float | None = None,
     memory_limit: int | None = None,
 ) -> bool:
-    """Runs ``work`` until done or past ``deadline`` (time.monotonic); records every result.
+    """Runs the shares' cases until done or past ``deadline`` (time.monotonic); records every result.
 
-    Returns True if all of it ran. Ctrl-C propagates after recording what finished.
+    The next batch is always the share's with the least worker time so far: a time budget is shared
+    between targets by time, not by turn. Returns True if all of it ran. Ctrl-C propagates after
+    recording what finished, in flight included.
     """
-    with Runner(jobs=jobs, timeout_s=timeout_s, memory_limit=memory_limit) as runner:
-        exhausted = False
-        while True:
-            out_of_time = deadline is not None and time.monotonic() >= deadline
-            while not exhausted and not out_of_time and runner.in_flight < 2 * jobs:
-                item = next(work, None)
-                if item is None:
-                    exhausted = True
-                elif item.known is not None:
-                    record(item.known)
-                else:
-                    runner.submit(item.spec, item.case, item.family)
-            if not runner.in_flight:
-                return exhausted
-            for result in runner.results(wait_s=0.5):
-                record(result)
+    by_name = {s.target.name: s for s in shares}
+    preload = tuple(dict.fromkeys(m for s in shares for m in (s.spec.partition(":")[0], *s.target.preload)))
+    with Runner(jobs=jobs, timeout_s=timeout_s, memory_limit=memory_limit, preload=preload) as runner:
+        try:
+            while True:
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                while not out_of_time and runner.in_flight < 2 * jobs:
+                    active = [s for s in shares if not s.exhausted]
+                    if not active:
+                        break
+                    batch = min(active, key=lambda s: s.time_used).next_batch()
+                    if batch is not None:
+                        runner.submit_batch(batch)
+                if not runner.in_flight:
+                    return all(s.exhausted for s in shares)
+                results = runner.results(wait_s=0.5)
+                for name, group in itertools.groupby(results, key=lambda r: r.case.target):
+                    if name in by_name:
+                        by_name[name].account(list(group))
+                if results:
+                    record(results)
+        except KeyboardInterrupt:
+            salvaged = runner.salvage()
+            if salvaged:
+                record(salvaged)
+            raise

@@ -9,7 +9,7 @@ provide the same attributes) and register it under the entry-point group
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -67,6 +67,11 @@ class Target:
     description: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
     layer: ClassVar[str] = ""  # the layer of the system under test its findings are blamed on by default
+    # modules the fork server imports once, so that every worker (and each one replacing a crashed worker)
+    # starts with them loaded; never one that initialises a GPU when imported
+    preload: ClassVar[tuple[str, ...]] = ()
+    # the most cases one worker call takes (the runner sizes batches to about BATCH_SECONDS of work below it)
+    max_batch: ClassVar[int] = 256
 
     def availability(self) -> Availability:
         """Whether what ``requires`` names is present; checked once per campaign."""
@@ -95,6 +100,20 @@ class Target:
         """The system under test's answer (runs in an isolated worker process)."""
         raise NotImplementedError
 
+    def expected_batch(self, cases: Sequence[Case]) -> Sequence[Any]:
+        """The oracle's answers for many cases at once (a vectorised oracle overrides this). An entry that
+        is an exception instance is that case's raise; if the call itself raises, each case runs alone."""
+        return [_answer(self.expected, case) for case in cases]
+
+    def observed_batch(self, cases: Sequence[Case]) -> Sequence[Any]:
+        """The system under test's answers for many cases at once (one launch for all of them), entries as
+        in ``expected_batch``. A crash or hang in it is bisected by the runner down to the case(s) causing it."""
+        return [_answer(self.observed, case) for case in cases]
+
+    def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> Sequence[Comparison]:
+        """``compare`` for many cases at once (a vectorised comparison overrides this)."""
+        return [self.compare(c, e, o) for c, e, o in zip(cases, expected, observed, strict=True)]
+
     def metrics(self, case: Case, observed: Any) -> Mapping[str, float]:
         """Numbers measured on this case (e.g. instruction counts), averaged per family in tables."""
         return {}
@@ -112,3 +131,17 @@ class Target:
         """Smaller params of ``case`` in the target's own terms (drop a basis vector, halve a dimension,
         fewer warps, a narrower element...), each valid by construction; the reducer tries them first."""
         return iter(())
+
+
+def _answer(method: Callable[[Case], Any], case: Case) -> Any:
+    """``method(case)``, or the exception it raised (an entry of a batch's answers)."""
+    try:
+        return method(case)
+    except Exception as exc:
+        return exc
+
+
+def batched(target: Target) -> bool:
+    """Whether ``target`` overrides a batch method, so that a batch of its cases is worth one call."""
+    kind = type(target)
+    return any(getattr(kind, m, None) is not getattr(Target, m) for m in ("expected_batch", "observed_batch", "compare_batch"))

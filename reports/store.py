@@ -10,7 +10,7 @@ import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -170,22 +170,31 @@ class Store:
     def record(self, result: Result, bucket: str, report: Mapping[str, Any] | None, signature: str | None = None) -> Path | None:
         """Stores one outcome under its bucket and root-cause ``signature`` (default: the
         comparison's); a report, if given, goes to ``reports/`` first."""
-        case = result.case
-        path = None
-        if report is not None:
-            path = self.directory / "reports" / report_name(case)
-            write_atomically(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
-        self.db.execute(
-            "INSERT OR REPLACE INTO outcomes (target, seed, idx, family, outcome, detail, signature, bucket,"
-            " mismatch_count, duration_s, case_json, report, metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
+        return self.record_many([(result, bucket, report, signature)])[0]
+
+    def record_many(self, rows: Sequence[tuple[Result, str, Mapping[str, Any] | None, str | None]]) -> list[Path | None]:
+        """``record`` for many outcomes in one transaction; every report is written before the rows."""
+        paths, values = [], []
+        for result, bucket, report, signature in rows:
+            case = result.case
+            path = None
+            if report is not None:
+                path = self.directory / "reports" / report_name(case)
+                write_atomically(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
+            paths.append(path)
+            values.append((
                 case.target, case.seed, case.index, result.family, result.outcome.value, result.detail,
-                result.signature if signature is None else signature, bucket, result.mismatch_count, result.duration_s, case.to_json(),
-                str(path.relative_to(self.directory)) if path else None,
+                result.signature if signature is None else signature, bucket, result.mismatch_count, result.duration_s,
+                case.to_json(), str(path.relative_to(self.directory)) if path else None,
                 json.dumps(result.metrics, sort_keys=True) if result.metrics else None,
-            ),
-        )
-        return path
+            ))
+        with transaction(self.db):
+            self.db.executemany(
+                "INSERT OR REPLACE INTO outcomes (target, seed, idx, family, outcome, detail, signature, bucket,"
+                " mismatch_count, duration_s, case_json, report, metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                values,
+            )
+        return paths
 
     def frame(self) -> pd.DataFrame:
         """Every outcome as a DataFrame."""

@@ -15,8 +15,9 @@ FORMATS = ("md", "csv", "html")
 
 def pass_rate_table(outcomes: pd.DataFrame) -> pd.DataFrame:
     """One row per (target, family) and one per target in total: counts of each outcome and
-    the pass rate over the cases that ran (unsupported ones excluded)."""
-    columns = ["target", "family", "cases", *OUTCOMES, "pass rate %"]
+    the pass rate over the cases that ran (unsupported ones excluded), and the worker time the cases took
+    (``time s``: what a time budget shares between targets)."""
+    columns = ["target", "family", "cases", *OUTCOMES, "pass rate %"] + (["time s"] if "duration_s" in outcomes else [])
     if outcomes.empty:
         return pd.DataFrame(columns=columns)
     counts = pd.crosstab([outcomes["target"], outcomes["family"]], outcomes["outcome"])
@@ -27,6 +28,11 @@ def pass_rate_table(outcomes: pd.DataFrame) -> pd.DataFrame:
     table.insert(0, "cases", table.sum(axis=1))
     ran = table["cases"] - table["unsupported"]
     table["pass rate %"] = (100 * table["pass"] / ran.where(ran > 0)).round(2)
+    if "duration_s" in outcomes:
+        seconds = outcomes.groupby(["target", "family"])["duration_s"].sum()
+        by_target = seconds.groupby(level="target").sum()
+        by_target.index = pd.MultiIndex.from_tuples([(t, "(all)") for t in by_target.index], names=["target", "family"])
+        table["time s"] = pd.concat([seconds, by_target]).reindex(table.index).round(2)
     means = _metric_means(outcomes)
     if means is not None:
         table = table.join(means)

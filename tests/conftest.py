@@ -19,7 +19,10 @@ def cuda_device_missing() -> str | None:
         from cuda.bindings import runtime
     except ImportError:
         return "no CUDA device: cuda-python is not installed"
-    err, count = runtime.cudaGetDeviceCount()
+    try:
+        err, count = runtime.cudaGetDeviceCount()
+    except RuntimeError as exc:  # cuda-bindings 13 raises where no driver is installed
+        return f"no CUDA device: {exc}"
     if int(err) != 0 or count < 1:
         return f"no CUDA device (cudaGetDeviceCount: {err}, {count})"
     return None

@@ -118,3 +118,62 @@ class QuittingTarget(ValueTarget):
 
     def observed(self, case):
         os._exit(0)
+
+
+class BatchedTarget(ValueTarget):
+    """Batch methods over many cases at once; ``index % 6``: 0 pass, 1 the oracle raises for that case alone,
+    2 the whole observed call aborts (any batch holding it crashes), 3 diverges, 4 unsupported, 5 hangs."""
+
+    name = "test.batched"
+    max_batch = 64
+
+    def family(self, case):
+        return ("pass", "oracle-error", "abort", "diverge", "unsupported", "hang")[case.index % 6]
+
+    def expected(self, case):
+        if case.index % 6 == 1:
+            raise ValueError("the oracle refuses this case")
+        return case.params["value"]
+
+    def observed(self, case):
+        from harness.target import Unsupported
+
+        behaviour = self.family(case)
+        if behaviour == "abort":
+            os.abort()
+        if behaviour == "hang":
+            import time
+
+            time.sleep(3600)
+        if behaviour == "unsupported":
+            raise Unsupported("not on this machine")
+        return case.params["value"] ^ (behaviour == "diverge")
+
+    def expected_batch(self, cases):
+        out = []
+        for case in cases:
+            try:
+                out.append(self.expected(case))
+            except ValueError as exc:
+                out.append(exc)
+        return out
+
+    def observed_batch(self, cases):
+        from harness.target import Unsupported
+
+        if any(self.family(c) in ("abort", "hang") for c in cases):  # one launch for all: one bad case ends it
+            for c in cases:
+                if self.family(c) in ("abort", "hang"):
+                    self.observed(c)
+        return [Unsupported("not on this machine") if self.family(c) == "unsupported" else self.observed(c) for c in cases]
+
+
+class PreloadProbe(ValueTarget):
+    """Passes only where the module it names in ``preload`` was imported before its case ran: in a
+    worker forked from the fork server that imported it."""
+
+    name = "test.preload"
+    preload = ("tests.preloaded_module",)
+
+    def observed(self, case):
+        return case.params["value"] if "tests.preloaded_module" in sys.modules else -1

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from harness.runner import Shard, plan, run_cases
+from pathlib import Path
+
+from harness.runner import Shard, run_cases, share
 from harness.target import Outcome
 from tests.crashy_target import BEHAVIOURS, CrashyTarget
 
@@ -12,8 +14,7 @@ SPEC = "tests.crashy_target:CrashyTarget"
 def test_campaign_survives_abort_segfault_and_hang():
     target = CrashyTarget()
     results = []
-    work = plan([(SPEC, target)], seed=3, shard=Shard(), cases=12, skip=lambda t, i: False)
-    finished = run_cases(work, results.append, jobs=2, timeout_s=3)
+    finished = run_cases([share(SPEC, target, 3, range(12))], results.extend, jobs=2, timeout_s=3)
     assert finished
     assert sorted(r.case.index for r in results) == list(range(12))
     by_index = {r.case.index: r for r in results}
@@ -124,3 +125,51 @@ def test_os_exit_0_in_target_code_is_a_crash_at_once_not_a_timeout(tmp_path):
     rows = _campaign(tmp_path, "QuittingTarget", 2, 1, "SELECT outcome, detail FROM outcomes")
     assert time.monotonic() - start < 25  # the campaign's timeout is the default 30 s: no case waited for it
     assert list(rows) == ["crash"] and "os._exit(0) called while the case ran" in rows["crash"]
+
+
+def _rows(store: Path) -> list[tuple]:
+    import sqlite3
+
+    return sqlite3.connect(store / "layoutfuzz.sqlite").execute(
+        "SELECT target, seed, idx, family, outcome, signature, bucket, mismatch_count, case_json FROM outcomes ORDER BY target, idx"
+    ).fetchall()
+
+
+def test_batches_give_the_same_outcome_rows_as_one_case_per_call(tmp_path):
+    # issue 16: same seed, batch mode vs per-case mode, every row; crashes and hangs of a batch are bisected
+    # down to the cases causing them (a batched target's launch aborts or hangs on any batch holding one)
+    from tests.test_cli import layoutfuzz
+
+    args = ["run", "--target", "tests.faulty_target:BatchedTarget", "--targets", "triton.layouts", "--cases", "42",
+            "--seed", "5", "--timeout", "2", "-q"]
+    per_case = layoutfuzz(*args, "--batch", "1", "--out", "one", cwd=tmp_path)
+    batched = layoutfuzz(*args, "--out", "many", cwd=tmp_path)
+    assert per_case.returncode == 0 and batched.returncode == 0, per_case.stderr + batched.stderr
+    one, many = _rows(tmp_path / "one"), _rows(tmp_path / "many")
+    assert len(one) == 84 and one == many
+    outcomes = {(r[0], r[3]): r[4] for r in many if r[0] == "test.batched"}
+    assert outcomes == {("test.batched", "pass"): "pass", ("test.batched", "oracle-error"): "error",
+                        ("test.batched", "abort"): "crash", ("test.batched", "diverge"): "diverge",
+                        ("test.batched", "unsupported"): "unsupported", ("test.batched", "hang"): "timeout"}
+    assert {r[4] for r in many if r[0] == "triton.layouts"} >= {"pass", "crash"}  # its shared families abort Triton 3.6
+
+
+def test_workers_start_from_a_fork_server_that_imported_the_targets_modules(tmp_path):
+    # issue 16: a replaced worker re-imported Triton (0.36 s a crash); the fork server imports it once
+    counts = _campaign(tmp_path, "PreloadProbe", 4, 2, "SELECT outcome, count(*) FROM outcomes GROUP BY outcome")
+    assert counts == {"pass": 4}
+
+
+def test_a_time_budget_is_shared_by_time_not_by_turn(tmp_path):
+    # issue 16: round-robin by case count gave a fast target a quarter of what a slow one got
+    import sqlite3
+
+    from tests.test_cli import layoutfuzz
+
+    run = layoutfuzz("run", "--target", "tests.crashy_target:SlowTarget", "--target", "tests.faulty_target:PreloadProbe",
+                     "--budget", "4s", "--jobs", "2", "-q", "--out", "out", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    rows = dict(sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite").execute(
+        "SELECT target, count(*) FROM outcomes GROUP BY target"))
+    assert rows["test.preload"] > 20 * rows["test.slow"]  # 50 ms a case against microseconds: far more cases
+    assert "time s" in run.stdout  # the table says how much worker time each target got

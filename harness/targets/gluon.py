@@ -15,6 +15,8 @@ class GluonTarget(Target):
     every report already: ``reports.report.environment_versions``.)"""
 
     requires: ClassVar[tuple[str, ...]] = ("triton",)
+    preload: ClassVar[tuple[str, ...]] = ("triton", "triton.experimental.gluon.language", "triton.compiler.compiler",
+                                          "harness.targets.gluon_kernels")
 
     def availability(self) -> Availability:
         try:

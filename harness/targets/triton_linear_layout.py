@@ -94,6 +94,7 @@ class TritonLinearLayout(Target):
     name = "triton.linear_layout"
     description = "Triton's C++ LinearLayout algebra (CPU) against the F2 oracle, operation by operation"
     requires = ("triton",)
+    preload = ("triton._C.libtriton",)
     layer = "Triton's layout library (LinearLayout, C++)"
 
     def availability(self) -> Availability:

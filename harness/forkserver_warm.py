@@ -1,0 +1,35 @@
+"""Imported by the fork server alone, when it starts (see ``harness.forkserver``): the modules the
+targets named, and Ctrl-C ignored, so that a worker forked before it takes its own signal settings
+never prints a traceback of an interrupt that is the parent's to handle."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import sys
+from multiprocessing import spawn
+
+from harness.forkserver import MAIN_ENV, PRELOAD_ENV
+
+
+def _in_fork_server() -> bool:
+    return "multiprocessing.forkserver" in sys.modules and sys.argv == ["-c"]
+
+
+if _in_fork_server():
+    # the server's handlers, saved after this import, are what each forked worker starts with
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    how, _, main = os.environ.get(MAIN_ENV, "").partition(":")
+    try:  # as each child would (multiprocessing.spawn.prepare), so that the children find it done
+        if how == "name" and main and main != "__main__" and not main.endswith(".__main__"):
+            spawn._fixup_main_from_name(main)
+        elif how == "path" and main:
+            spawn.import_main_path(main)
+    except BaseException:  # noqa: BLE001  each child then runs it itself, as without a server
+        pass
+    for name in filter(None, os.environ.get(PRELOAD_ENV, "").split(",")):
+        try:
+            importlib.import_module(name)
+        except BaseException:  # noqa: BLE001  a module that fails here is imported (and fails) in the worker instead
+            pass
