@@ -316,10 +316,9 @@ def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(t
     os.killpg(child.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group, as in a terminal
     _, err = child.communicate(timeout=120)
     assert child.returncode == 130 and "resumes" in err, err
-    # no traceback of the matrix or its campaign; a worker still being spawned can print one (issue 19's open item:
-    # Ctrl-C reaches a spawned worker before its initializer ignores SIGINT), which stops nothing
-    tracebacks = err.count("Traceback")
-    assert tracebacks == err.count("spawn_main"), err
+    # no traceback of the matrix, its campaign or a worker (issue 19: Ctrl-C reached a spawned worker before its
+    # initializer ignored SIGINT; workers now fork from a server that ignores it)
+    assert "Traceback" not in err, err
     done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     rates = pd.read_csv(tmp_path / "m" / "pass-rates.csv")
