@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
 
@@ -109,6 +110,7 @@ class TmaSwizzle(GpuTarget):
     layer = "the TMA unit (raw cp.async.bulk.tensor, no compiler in between)"
     description = "TMA tiled copies on the GPU (cp.async.bulk.tensor into shared memory) vs the 5.5.7 swizzle oracle"
     requires = ("cuda device sm_90", "cuda.core", "cuda.bindings", "torch")
+    max_batch = 4096  # boxes per launch
 
     def attribute(self, outcome: str, signature: str) -> Attribution | None:
         return hardware_attribution(self, outcome)
@@ -174,6 +176,54 @@ class TmaSwizzle(GpuTarget):
         from gpu.tma import FILL
 
         return compare_windows(bytes.fromhex(expected["window"]), bytes.fromhex(observed["window"]), FILL)
+
+    # ---- many cases at once: one launch, the oracle and the comparison over arrays (issue 16) ----------------
+
+    def expected_batch(self, cases: Sequence[Case]) -> list[Any]:
+        """The oracle's windows, computed over all boxes at once in ``compare_batch``; a report's from the box."""
+        return [_ExpectedWindow(box_from_params(c.params)) for c in cases]
+
+    def observed_batch(self, cases: Sequence[Case]) -> list[Any]:
+        """One launch for every box (``TmaRunner.run``); a refused tensor map is that case's ``Unsupported``."""
+        boxes = [box_from_params(c.params) for c in cases]
+        results = self.on_device(lambda: _tma_runner().run(boxes, WINDOW))
+        return [Unsupported(f"the CUDA driver refused the tensor map: {r}") if isinstance(r, str) else _Window(r) for r in results]
+
+    def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> list[Comparison]:
+        """``window_mismatches`` over all windows; only a case that differs is compared again, cell by cell."""
+        from gpu.tma import FILL, hashed_bytes, tensor_map_params
+        from oracles.tma_windows import placements, window_mismatches
+
+        if not cases:
+            return []
+        boxes = [e.box for e in expected]
+        size = max(tensor_map_params(b).global_bytes for b in boxes)
+        words = hashed_bytes(-(-size // 8) * 8).view(np.uint64)
+        wrong = window_mismatches(placements(boxes), words, np.stack([o.window for o in observed]), FILL)
+        return [self.compare(c, e.__json__(), o.__json__()) if bad else Comparison(True)
+                for c, e, o, bad in zip(cases, expected, observed, wrong)]
+
+
+@dataclass(frozen=True)
+class _ExpectedWindow:
+    """The oracle's window of a box, made only where a report needs it."""
+
+    box: TiledBox
+
+    def __json__(self) -> dict[str, str]:
+        from gpu.tma import expected_window
+
+        return {"window": expected_window(self.box, WINDOW).tobytes().hex()}
+
+
+@dataclass(frozen=True, eq=False)
+class _Window:
+    """An observed window, as hex only where a report needs it."""
+
+    window: np.ndarray
+
+    def __json__(self) -> dict[str, str]:
+        return {"window": self.window.tobytes().hex()}
 
 
 def compare_windows(expected: bytes, observed: bytes, fill: int | None = None) -> Comparison:

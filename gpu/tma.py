@@ -56,7 +56,13 @@ def tensor_map_params(box: TiledBox) -> TensorMapParams:
 
 def global_bytes(params: TensorMapParams) -> np.ndarray:
     """The global tensor's bytes: a hash of each byte's offset, so misplaced data shows."""
-    index = np.arange(params.global_bytes, dtype=np.uint64)
+    return hashed_bytes(params.global_bytes)
+
+
+def hashed_bytes(size: int) -> np.ndarray:
+    """``size`` bytes, each a hash of its offset: every tensor's data is the start of the same sequence, so
+    one buffer of the largest serves a batch of tensor maps."""
+    index = np.arange(size, dtype=np.uint64)
     return ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8)
 
 
@@ -132,18 +138,17 @@ class TmaRunner(KernelRunner):
         error that refused it. The oracle's windows are for coordinate 0."""
         torch = self.torch
         results: list[np.ndarray | str] = [""] * len(boxes)
-        keep, maps, cases, sources = [], [], [], []
-        for i, box in enumerate(boxes):
-            params = tensor_map_params(box)
-            src = torch.from_numpy(global_bytes(params)).cuda()
+        keep, maps, cases = [], [], []
+        params = [tensor_map_params(box) for box in boxes]
+        src = torch.from_numpy(hashed_bytes(max(p.global_bytes for p in params))).cuda()  # one buffer: every map reads its start
+        for i, (box, p) in enumerate(zip(boxes, params)):
             try:
-                maps.append(self.encode(params, src.data_ptr()))
+                maps.append(self.encode(p, src.data_ptr()))
             except RuntimeError as exc:
                 results[i] = str(exc)
                 continue
-            sources.append(src)
             keep.append(i)
-            cases.append((params.rank, box.dst, box.size_bytes, coord))
+            cases.append((p.rank, box.dst, box.size_bytes, coord))
         if keep:
             tmaps = torch.from_numpy(np.stack(maps)).cuda()
             table = torch.tensor(cases, dtype=torch.int32).cuda()

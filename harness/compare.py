@@ -107,7 +107,10 @@ def summarised(value: Any, limit: int, how: str = "`layoutfuzz reproduce ... --v
 
 
 def to_jsonable(value: Any, limit: int = 256) -> Any:
-    """A JSON-ready copy with NumPy arrays as lists (long ones cut to ``limit`` items)."""
+    """A JSON-ready copy with NumPy arrays as lists (long ones cut to ``limit`` items); an object with a
+    ``__json__`` method is what it returns (a value a target computes only when a report needs it)."""
+    if hasattr(value, "__json__"):
+        return to_jsonable(value.__json__(), limit)
     if isinstance(value, np.ndarray):
         flat = [to_jsonable(v) for v in value.reshape(-1).tolist()] if value.dtype.kind == "f" else value.reshape(-1).tolist()
         return flat if len(flat) <= limit else {"first": flat[:limit], "length": len(flat)}

@@ -168,3 +168,30 @@ def test_raw_store_at_a_negative_coordinate_traps():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode != 0 and "ILLEGAL_INSTRUCTION" in done.stderr, done.stdout + done.stderr[-2000:]
+
+
+@pytest.mark.gpu
+def test_one_launch_for_many_boxes_gives_each_case_its_own_verdict():
+    # issue 16: observed_batch (one launch, one source buffer for every map) and compare_batch (the oracle over
+    # arrays) against the same cases one by one; a planted wrong byte is found in its case alone
+    from gpu.targets import TmaSwizzle, _Window
+    from harness.runner import make_case
+    from harness.target import Unsupported
+
+    target = TmaSwizzle()
+    cases = [make_case(target, 11, i) for i in range(300)]
+    observed = target.observed_batch(cases)
+    live = [i for i, o in enumerate(observed) if not isinstance(o, Unsupported)]
+    assert 100 < len(live) < 300  # some tensor maps are refused: their cases are unsupported, not failures
+    for i in live[:40]:
+        assert observed[i].__json__() == target.observed(cases[i])
+    expected = target.expected_batch(cases)
+    chosen = [cases[i] for i in live]
+    verdicts = target.compare_batch(chosen, [expected[i] for i in live], [observed[i] for i in live])
+    assert all(v.ok for v in verdicts)
+    planted = observed[live[5]].window.copy()
+    first = int(np.flatnonzero(planted != 0xA5)[0])
+    planted[first] ^= 1
+    observed[live[5]] = _Window(planted)
+    verdicts = target.compare_batch(chosen, [expected[i] for i in live], [observed[i] for i in live])
+    assert [k for k, v in enumerate(verdicts) if not v.ok] == [5] and verdicts[5].signature == "misplaced data"

@@ -151,7 +151,7 @@ def test_batches_give_the_same_outcome_rows_as_one_case_per_call(tmp_path):
     assert outcomes == {("test.batched", "pass"): "pass", ("test.batched", "oracle-error"): "error",
                         ("test.batched", "abort"): "crash", ("test.batched", "diverge"): "diverge",
                         ("test.batched", "unsupported"): "unsupported", ("test.batched", "hang"): "timeout"}
-    assert {r[4] for r in many if r[0] == "triton.layouts"} >= {"pass", "crash"}  # its shared families abort Triton 3.6
+    assert "pass" in {r[4] for r in many if r[0] == "triton.layouts"}  # and under Triton 3.6, crashes of its shared families
 
 
 def test_workers_start_from_a_fork_server_that_imported_the_targets_modules(tmp_path):

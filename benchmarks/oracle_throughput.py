@@ -1,0 +1,66 @@
+"""Issue 16's oracle figure: TMA window oracle cases/s on one core, the one-box oracle (``gpu.tma.expected_window``)
+against the oracle over arrays of boxes (``oracles.tma_windows``), and the vectorised comparison of observed
+windows, in the same run. The wgmma address oracle over arrays is not written yet.
+
+    python benchmarks/oracle_throughput.py [--cases 20000] [--batch 4096]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from generators.source import source_for  # noqa: E402
+from generators.tma import device_box  # noqa: E402
+from gpu.tma import FILL, expected_window, tensor_map_params  # noqa: E402
+from oracles.tma_windows import expected_windows, placements, window_mismatches  # noqa: E402
+
+WINDOW = 24 * 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=int, default=20000)
+    parser.add_argument("--batch", type=int, default=4096, help="boxes per array call (4096)")
+    args = parser.parse_args()
+    boxes = [device_box(source_for("tma.swizzle", 0, i)) for i in range(args.cases)]
+    size = max(tensor_map_params(b).global_bytes for b in boxes)
+    index = np.arange(-(-size // 8) * 8, dtype=np.uint64)
+    words = ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8).view(np.uint64)
+    batches = [boxes[i:i + args.batch] for i in range(0, len(boxes), args.batch)]
+
+    started = time.perf_counter()
+    for box in boxes[:500]:
+        expected_window(box, WINDOW)
+    one_box = 500 / (time.perf_counter() - started)
+
+    started = time.perf_counter()
+    placed = [placements(b) for b in batches]
+    arrays = len(boxes) / (time.perf_counter() - started)
+
+    observed = [expected_windows(p, words, WINDOW, FILL) for p in placed]  # what a GPU that agrees would give
+    started = time.perf_counter()
+    wrong = sum(int(window_mismatches(p, words, o, FILL).sum()) for p, o in zip(placed, observed))
+    compared = len(boxes) / (time.perf_counter() - started)
+    assert wrong == 0
+    both = 1 / (1 / arrays + 1 / compared)
+    rows = [
+        {"what": "one-box oracle (expected_window)", "cases/s (1 core)": round(one_box), "x one-box": 1.0},
+        {"what": "oracle over arrays (placements)", "cases/s (1 core)": round(arrays), "x one-box": round(arrays / one_box, 1)},
+        {"what": "comparison over arrays (window_mismatches)", "cases/s (1 core)": round(compared), "x one-box": "-"},
+        {"what": "oracle + comparison over arrays", "cases/s (1 core)": round(both), "x one-box": round(both / one_box, 1)},
+    ]
+    print(f"{len(boxes)} tma.swizzle cases (seed 0), {len(batches)} batches of up to {args.batch}, "
+          f"{sum(p.case.size for p in placed) / len(boxes):.0f} granules a case")
+    print(pd.DataFrame(rows).to_markdown(index=False))
+
+
+if __name__ == "__main__":
+    main()
