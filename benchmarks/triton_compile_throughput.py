@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpu.targets import cuda_device_availability  # noqa: E402
 from harness import registry  # noqa: E402
-from harness.runner import Shard, make_case, plan, run_cases  # noqa: E402
+from harness.runner import make_case, run_cases, share  # noqa: E402
 
 TARGETS = ("triton.convert_layout", "triton.shared_memory", "triton.tma", "triton.wgmma")
 SEED = 7  # not a campaign seed: the cases are fresh for Triton's cache
@@ -48,10 +48,10 @@ def sequential(name: str, cases: int) -> float:
 def parallel(name: str, cases: int, jobs: int) -> float:
     """Cases per second through the harness's worker pool (worker start-up included)."""
     target = registry.load(name)
-    work = [w for w in plan([(registry.resolve(name), target)], SEED, Shard(), cases, lambda *_: False) if not traps(w.case)]
+    work = [i for i in range(cases) if not traps(make_case(target, SEED, i))]
     done: list = []
     start = time.perf_counter()
-    run_cases(iter(work), done.append, jobs, 300.0)
+    run_cases([share(registry.resolve(name), target, SEED, work)], done.extend, jobs, 300.0)
     assert len(done) == len(work)
     return len(work) / (time.perf_counter() - start)
 

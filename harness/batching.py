@@ -57,7 +57,7 @@ class Batch:
 @dataclass
 class Progress:
     """What a batch's progress file says: results of finished positions, and the positions of the call
-    that was running last (``running`` since ``since``, the file's last write)."""
+    that was running last."""
 
     results: dict[int, dict[str, Any]] = field(default_factory=dict)
     running: tuple[int, ...] = ()

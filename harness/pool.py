@@ -82,9 +82,6 @@ class WorkerPool:
     def pid(self, slot: int) -> int:
         return self._workers[slot].process.pid or 0
 
-    def pids(self) -> list[int]:
-        return [w.process.pid for w in self._workers if w.process.pid]
-
     def dispatch(self, slot: int, function: Callable[..., Any], args: Sequence[Any]) -> None:
         worker = self._workers[slot]
         assert not worker.busy

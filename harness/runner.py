@@ -260,20 +260,16 @@ def run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep
                                     "detail": clipped(error, DETAIL_LIMIT), "duration_s": 0.0})
             else:
                 live.append((k, case, family))
-        if batched(target) and len(live) > 1:
+        if batched(target) and len(live) > 1:  # one call for all: a crash in it is bisected by the parent
             progress.running([k for k, _, _ in live])
             _clear_worker_log()
-            answers = evaluate_many(target, [case for _, case, _ in live])
+            for (k, case, family), answer in zip(live, evaluate_many(target, [case for _, case, _ in live])):
+                _write(progress, k, case, family, answer, keep_values)
         else:
-            answers = []
-            for k, case, _ in live:
+            for k, case, family in live:
                 progress.running([k])
                 _clear_worker_log()
-                answers.append(evaluate(target, case))
-                _write(progress, k, case, live[len(answers) - 1][2], answers[-1], keep_values)
-            return len(payload)
-        for (k, case, family), answer in zip(live, answers):
-            _write(progress, k, case, family, answer, keep_values)
+                _write(progress, k, case, family, evaluate(target, case), keep_values)
         return len(payload)
     finally:
         os._exit = _REAL_EXIT
@@ -404,13 +400,9 @@ class Runner:
         progress = Progress.read(item.progress)
         item.progress.unlink(missing_ok=True)
         out = [self._result(batch, k, entry) for k, entry in sorted(progress.results.items())]
-        missing = [k for k in range(len(batch)) if k not in progress.results]
-        if error:  # an exception escaped run_batch: a harness bug, each unanswered case's error
-            detail = clipped(f"worker failure:\n{error}", DETAIL_LIMIT)
-            return out + [self._lost(batch, k, Outcome.ERROR, detail, 0.0) for k in missing]
-        if missing:  # a worker that returned without finishing every case: run the rest again
-            self.submit_batch(batch.part(missing), item.keep_values)
-        return out
+        missing = [k for k in range(len(batch)) if k not in progress.results]  # an exception escaped run_batch: a harness bug
+        detail = clipped(f"worker failure:\n{error or 'no answer'}", DETAIL_LIMIT)
+        return out + [self._lost(batch, k, Outcome.ERROR, detail, 0.0) for k in missing]
 
     def _after_failure(self, item: _Pending, died: Died) -> list[Result]:
         """A batch whose worker died or hung: finished cases keep their results, a call of several cases
