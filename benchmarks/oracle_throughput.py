@@ -1,6 +1,6 @@
-"""Issue 16's oracle figure: TMA window oracle cases/s on one core, the one-box oracle (``gpu.tma.expected_window``)
-against the oracle over arrays of boxes (``oracles.tma_windows``), and the vectorised comparison of observed
-windows, in the same run. The wgmma address oracle over arrays is not written yet.
+"""Issue 16's oracle figures, cases/s on one core, each against its one-case oracle in the same run: the TMA window
+oracle (``gpu.tma.expected_window`` against ``oracles.tma_windows``, with the comparison of observed windows over
+arrays) and the wgmma address oracle (``CanonicalLayout.addresses`` against ``oracles.wgmma_addresses``).
 
     python benchmarks/oracle_throughput.py [--cases 20000] [--batch 4096]
 """
@@ -19,8 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from generators.source import source_for  # noqa: E402
 from generators.tma import device_box  # noqa: E402
+from generators.wgmma import device_case  # noqa: E402
 from gpu.tma import FILL, expected_window, tensor_map_params  # noqa: E402
+from gpu.wgmma import probe_layout  # noqa: E402
 from oracles.tma_windows import expected_windows, placements, window_mismatches  # noqa: E402
+from oracles.wgmma_addresses import canonical_addresses  # noqa: E402
 
 WINDOW = 24 * 1024
 
@@ -60,6 +63,21 @@ def main() -> None:
     print(f"{len(boxes)} tma.swizzle cases (seed 0), {len(batches)} batches of up to {args.batch}, "
           f"{sum(p.case.size for p in placed) / len(boxes):.0f} granules a case")
     print(pd.DataFrame(rows).to_markdown(index=False))
+
+    layouts = [probe_layout(device_case(source_for("wgmma.descriptor", 0, i))) for i in range(args.cases)]
+    started = time.perf_counter()
+    for layout in layouts[:500]:
+        layout.addresses()
+    one_layout = 500 / (time.perf_counter() - started)
+    started = time.perf_counter()
+    for i in range(0, len(layouts), args.batch):
+        canonical_addresses(layouts[i:i + args.batch])
+    arrays = len(layouts) / (time.perf_counter() - started)
+    print(f"\n{len(layouts)} wgmma.descriptor cases (seed 0), batches of up to {args.batch}")
+    print(pd.DataFrame([
+        {"what": "one-layout oracle (CanonicalLayout.addresses)", "cases/s (1 core)": round(one_layout), "x one-layout": 1.0},
+        {"what": "oracle over arrays (canonical_addresses)", "cases/s (1 core)": round(arrays), "x one-layout": round(arrays / one_layout, 1)},
+    ]).to_markdown(index=False))
 
 
 if __name__ == "__main__":

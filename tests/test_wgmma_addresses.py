@@ -1,0 +1,41 @@
+"""The wgmma address oracle over arrays of canonical layouts (issue 16) against the one-layout oracle."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from generators.source import source_for
+from generators.wgmma import device_case
+from gpu.wgmma import probe_layout
+from oracles.wgmma import CanonicalLayout, Major, SwizzleMode
+from oracles.wgmma_addresses import canonical_addresses
+
+
+def table_layouts() -> list[CanonicalLayout]:
+    """Every row of the canonical layout table for every element width, with strides past the pattern, starts
+    inside and outside a pattern row and each kind of base offset: the corners a generator may not reach."""
+    # K-major and swizzled, the K extent (2k units of 16 bytes) is at most the swizzle row (W units)
+    return [CanonicalLayout(major, mode, bits, 2, mode.width // 2 if major is Major.K and mode.width > 1 else 2, lbo=1024,
+                            sbo=4096, start=start, base_offset=base_offset)
+            for major, mode, bits in itertools.product(Major, SwizzleMode, (8, 16, 32))
+            for base_offset, start in ((0, 0), (3, 1024 + 128 * 5 + 16 * 3), (7, 256))]
+
+
+LAYOUTS = [probe_layout(device_case(source_for("wgmma.descriptor", 5, i))) for i in range(600)] + table_layouts()
+
+
+def test_every_layout_equals_the_one_layout_oracle():
+    # one implementation per layout against one over arrays, on the generator's range and the table's corners
+    got = canonical_addresses(LAYOUTS)
+    differ = [i for i, (g, layout) in enumerate(zip(got, LAYOUTS)) if not np.array_equal(g, np.array(layout.addresses()))]
+    assert differ == [], [LAYOUTS[i] for i in differ[:3]]
+    assert {(lay.major, lay.swizzle, lay.elem_bits) for lay in LAYOUTS} == set(itertools.product(Major, SwizzleMode, (8, 16, 32)))
+
+
+def test_an_operand_reads_each_element_from_its_own_address():
+    # a canonical layout is injective: no two (mn, k) of an operand share a byte address, and each is element-aligned
+    for layout, addresses in zip(LAYOUTS, canonical_addresses(LAYOUTS)):
+        assert np.unique(addresses).size == addresses.size
+        assert not np.any(addresses % (layout.elem_bits // 8))
