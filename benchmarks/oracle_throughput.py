@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -20,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from generators.source import source_for  # noqa: E402
 from generators.tma import device_box  # noqa: E402
 from generators.wgmma import device_case  # noqa: E402
-from gpu.tma import FILL, expected_window, tensor_map_params  # noqa: E402
+from gpu.tma import FILL, expected_window, source_words  # noqa: E402
 from gpu.wgmma import probe_layout  # noqa: E402
 from oracles.tma_windows import expected_windows, placements, window_mismatches  # noqa: E402
 from oracles.wgmma_addresses import canonical_addresses  # noqa: E402
@@ -34,9 +33,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4096, help="boxes per array call (4096)")
     args = parser.parse_args()
     boxes = [device_box(source_for("tma.swizzle", 0, i)) for i in range(args.cases)]
-    size = max(tensor_map_params(b).global_bytes for b in boxes)
-    index = np.arange(-(-size // 8) * 8, dtype=np.uint64)
-    words = ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8).view(np.uint64)
+    words = source_words(boxes)
     batches = [boxes[i:i + args.batch] for i in range(0, len(boxes), args.batch)]
 
     started = time.perf_counter()

@@ -191,15 +191,13 @@ class TmaSwizzle(GpuTarget):
 
     def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> list[Comparison]:
         """``window_mismatches`` over all windows; only a case that differs is compared again, cell by cell."""
-        from gpu.tma import FILL, hashed_bytes, tensor_map_params
+        from gpu.tma import FILL, source_words
         from oracles.tma_windows import placements, window_mismatches
 
         if not cases:
             return []
         boxes = [e.box for e in expected]
-        size = max(tensor_map_params(b).global_bytes for b in boxes)
-        words = hashed_bytes(-(-size // 8) * 8).view(np.uint64)
-        wrong = window_mismatches(placements(boxes), words, np.stack([o.window for o in observed]), FILL)
+        wrong = window_mismatches(placements(boxes), source_words(boxes), np.stack([o.window for o in observed]), FILL)
         return [self.compare(c, e.__json__(), o.__json__()) if bad else Comparison(True)
                 for c, e, o, bad in zip(cases, expected, observed, wrong)]
 

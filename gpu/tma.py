@@ -66,6 +66,13 @@ def hashed_bytes(size: int) -> np.ndarray:
     return ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8)
 
 
+def source_words(boxes: list[TiledBox]) -> np.ndarray:
+    """The global data every box of a batch reads (``hashed_bytes`` up to the largest tensor), as 8-byte words:
+    what ``oracles.tma_windows`` places."""
+    size = max(tensor_map_params(box).global_bytes for box in boxes)
+    return hashed_bytes(-(-size // 8) * 8).view(np.uint64)
+
+
 def expected_window(box: TiledBox, window: int) -> np.ndarray:
     """The oracle's shared-memory window after the copy (``box.dst`` counted from its base)."""
     params = tensor_map_params(box)

@@ -250,14 +250,12 @@ def run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep
             detail = _raised(exc, "loading the target", traceback.format_exc(limit=8))[1]
             for k, item in enumerate(payload):
                 case = Case.from_dict(item) if isinstance(item, dict) else Case(spec, seed, item, {})
-                progress.result(k, {"case": case.to_dict(), "family": "all", "outcome": Outcome.ERROR.value,
-                                    "detail": clipped(detail, DETAIL_LIMIT), "duration_s": 0.0})
+                _write(progress, k, case, "all", _failed(Outcome.ERROR, detail, time.perf_counter()), keep_values)
             return len(payload)
         live = []
         for k, case, family, error in cases_of(target, seed, payload):
             if error:
-                progress.result(k, {"case": case.to_dict(), "family": family, "outcome": Outcome.ERROR.value,
-                                    "detail": clipped(error, DETAIL_LIMIT), "duration_s": 0.0})
+                _write(progress, k, case, family, _failed(Outcome.ERROR, error, time.perf_counter()), keep_values)
             else:
                 live.append((k, case, family))
         if batched(target) and len(live) > 1:  # one call for all: a crash in it is bisected by the parent
@@ -428,28 +426,11 @@ class Runner:
         Path(self._log_dir.name, f"worker-{died.pid}.log").unlink(missing_ok=True)
         return done
 
-    def _case(self, batch: Batch, k: int) -> Case:
-        item = batch.items[k]
-        if isinstance(item, Case):
-            return item
-        target = registry.load(batch.spec)
-        try:
-            return make_case(target, batch.seed, item)
-        except Exception:
-            return Case(target.name, batch.seed, item, {})
-
-    def _family(self, batch: Batch, k: int, case: Case) -> str:
-        if batch.families[k] is not None:
-            return batch.families[k]
-        try:
-            return registry.load(batch.spec).family(case)
-        except Exception:
-            return "generate"
-
     def _lost(self, batch: Batch, k: int, outcome: Outcome, detail: str, elapsed: float) -> Result:
-        """The result of a case whose worker gave none (it crashed, hung or failed)."""
-        case = self._case(batch, k)
-        return Result(case, self._family(batch, k, case), outcome, detail, duration_s=elapsed)
+        """The result of a case whose worker gave none (it crashed, hung or failed): its case and family as the
+        worker makes them (``cases_of``), here in the parent."""
+        _, case, family, _ = next(cases_of(registry.load(batch.spec), batch.seed, batch.part([k]).payload()))
+        return Result(case, batch.families[k] or family, outcome, detail, duration_s=elapsed)
 
     def _result(self, batch: Batch, k: int, data: dict[str, Any]) -> Result:
         item = batch.items[k]

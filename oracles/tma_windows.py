@@ -110,10 +110,14 @@ def placements(boxes: Sequence[TiledBox]) -> Placements:
     return Placements(count, np.repeat(order[row_box].astype(np.int32), per_row), word, source)
 
 
+def _fill_word(fill: int) -> np.uint64:
+    return np.uint64(int.from_bytes(bytes([fill]) * GRANULE, "little"))
+
+
 def expected_windows(placed: Placements, data_words: np.ndarray, window: int, fill: int) -> np.ndarray:
     """The oracle's shared-memory windows (one row per box): ``fill`` bytes where nothing lands, the global
     data (``data_words``: the global tensor's bytes as 8-byte words) where granules do."""
-    out = np.full((placed.count, window // GRANULE), np.uint64(int.from_bytes(bytes([fill]) * GRANULE, "little")), np.uint64)
+    out = np.full((placed.count, window // GRANULE), _fill_word(fill), np.uint64)
     out[placed.case, placed.word] = data_words[placed.source_word]
     return out.view(np.uint8)
 
@@ -122,7 +126,7 @@ def window_mismatches(placed: Placements, data_words: np.ndarray, observed: np.n
     """Which observed windows (one row per box, bytes) differ from the oracle's, without building the oracle's:
     a placed granule holds other data, or a byte nothing should write does not hold ``fill``."""
     words = np.ascontiguousarray(observed).view(np.uint64).reshape(placed.count, -1)
-    fill_word = np.uint64(int.from_bytes(bytes([fill]) * GRANULE, "little"))
+    fill_word = _fill_word(fill)
     got = words[placed.case, placed.word]
     wrong = np.bincount(placed.case[got != data_words[placed.source_word]], minlength=placed.count) > 0
     unfilled = np.count_nonzero(words != fill_word, axis=1)

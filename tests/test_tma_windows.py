@@ -7,18 +7,11 @@ import pytest
 
 from generators.source import source_for
 from generators.tma import device_box
-from gpu.tma import FILL, expected_window, tensor_map_params
+from gpu.tma import FILL, expected_window, source_words
 from oracles.tma import SwizzleMode, TiledBox
 from oracles.tma_windows import expected_windows, placements, window_mismatches
 
 WINDOW = 24 * 1024
-
-
-def data_words(boxes) -> np.ndarray:
-    """The global tensor's bytes (gpu.tma.global_bytes: a hash of each byte's offset) as 8-byte words."""
-    size = max(tensor_map_params(b).global_bytes for b in boxes)
-    index = np.arange(-(-size // 8) * 8, dtype=np.uint64)
-    return ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8).view(np.uint64)
 
 
 def edge_boxes() -> list[TiledBox]:
@@ -37,7 +30,7 @@ BOXES = [device_box(source_for("tma.swizzle", 7, i)) for i in range(800)] + edge
 
 def test_every_window_equals_the_one_box_oracle():
     # one implementation per box against one over arrays, on the generator's whole range and its edges
-    words = data_words(BOXES)
+    words = source_words(BOXES)
     windows = expected_windows(placements(BOXES), words, WINDOW, FILL)
     reference = np.stack([expected_window(b, WINDOW) for b in BOXES])
     differ = np.flatnonzero((windows != reference).any(axis=1))
@@ -60,7 +53,7 @@ def test_granules_land_once_each_inside_the_boxs_footprint():
 @pytest.mark.parametrize("fault", ["byte in a granule", "byte outside the box", "two granules swapped", "granule not written"])
 def test_the_comparison_finds_each_planted_fault_and_nothing_else(fault):
     boxes = BOXES[:200]
-    words, placed = data_words(boxes), placements(boxes)
+    words, placed = source_words(boxes), placements(boxes)
     windows = np.stack([expected_window(b, WINDOW) for b in boxes])
     assert not window_mismatches(placed, words, windows, FILL).any()
     victim = 17
