@@ -33,6 +33,7 @@ class Case:
     seed: int
     index: int
     params: Mapping[str, Any] = field(compare=False, hash=False)
+    _json: str | None = field(default=None, compare=False, hash=False, repr=False)  # to_json's text, where known
 
     @property
     def case_id(self) -> str:
@@ -53,8 +54,20 @@ class Case:
         return {"target": self.target, "seed": self.seed, "index": self.index, "params": self.params}
 
     def to_json(self) -> str:
-        return canonical_json(self.to_dict())
+        return canonical_json(self.to_dict()) if self._json is None else self._json
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Case:
         return cls(str(data["target"]), int(data["seed"]), int(data["index"]), json.loads(canonical_json(data["params"])))
+
+    @classmethod
+    def from_json(cls, text: str) -> Case:
+        """The case whose ``to_json`` gave ``text``, keeping the text (a campaign's parent stores what its workers
+        wrote without writing it again); only for text ``to_json`` wrote: other JSON goes through ``from_dict``."""
+        return cls.from_json_many([text])[0]
+
+    @classmethod
+    def from_json_many(cls, texts: list[str]) -> list[Case]:
+        """``from_json`` of many texts with one JSON decode for all."""
+        data = json.loads("[" + ",".join(texts) + "]")
+        return [cls(str(d["target"]), int(d["seed"]), int(d["index"]), d["params"], text) for d, text in zip(data, texts)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from generators.source import Source
 from oracles.wgmma import ELEMENT_BITS, CanonicalLayout, Major, MatrixDescriptor, SwizzleMode, descriptor_base_offset
+from oracles.wgmma_addresses import highest_address
 
 SMEM_BYTES = 1 << 18  # the 18 address bits a descriptor can name
 
@@ -91,7 +92,7 @@ def device_case(source: Source) -> dict:
     if source.integer(0, 3) == 0:
         start += 16 * source.integer(1, 7)  # inside a pattern row
     layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, start)
-    if max(max(row) for row in layout.addresses()) + 16 > PROBE_WINDOW:
+    if highest_address(layout) + 16 > PROBE_WINDOW:
         layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, 0)
     lbo_field = None
     if major is Major.K and mode is not SwizzleMode.NONE:

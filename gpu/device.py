@@ -51,3 +51,10 @@ class KernelRunner:
             self.stream.sync()
         except Exception as exc:
             raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc
+
+    def host(self, out) -> np.ndarray:
+        """``out`` (a device tensor) copied to page-locked host memory, as a NumPy array: one DMA, no staging copy
+        (torch's caching host allocator reuses a block once no view of it is left)."""
+        host = self.torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
+        host.copy_(out)
+        return host.numpy()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -47,11 +48,13 @@ def cuda_device_availability(min_major: int = 9, needs: tuple[str, ...] = ("torc
     err, major = runtime.cudaDeviceGetAttribute(runtime.cudaDeviceAttr.cudaDevAttrComputeCapabilityMajor, 0)
     if major < min_major:
         return Availability(False, f"needs compute capability {min_major}.0 or newer, device 0 has {major}.x")
-    for name in needs:
+    for name in needs:  # found, not imported: torch takes seconds to import, and only the workers use it
         try:
-            __import__(name)
-        except Exception as exc:
+            found = importlib.util.find_spec(name) is not None
+        except Exception as exc:  # a parent package that fails to import
             return Availability(False, f"needs {name}: {exc}")
+        if not found:
+            return Availability(False, f"needs {name}: not installed")
     return Availability(True)
 
 
@@ -60,6 +63,7 @@ class GpuTarget(Target):
     already (``reports.report.environment_versions``); this adds the device's name."""
 
     needs: ClassVar[tuple[str, ...]] = ("torch", "cuda.core")
+    preload = ("numpy", "torch", "cuda.core", "cuda.bindings.driver")  # imported once by the fork server (no CUDA call)
 
     def availability(self) -> Availability:
         return cuda_device_availability(9, self.needs)
@@ -266,6 +270,7 @@ class WgmmaDescriptor(GpuTarget):
     layer = "the tensor cores (raw wgmma.mma_async, no compiler in between)"
     description = "wgmma.mma_async (sm_90a) reading an operand through a matrix descriptor vs the canonical-layout oracle"
     requires = ("cuda device sm_90a", "cuda.core", "cuda.bindings", "torch")
+    max_batch = 4096  # operands per launch
 
     def attribute(self, outcome: str, signature: str) -> Attribution | None:
         return hardware_attribution(self, outcome)
@@ -277,10 +282,11 @@ class WgmmaDescriptor(GpuTarget):
 
     def validate(self, case: Case) -> None:
         from gpu.wgmma import WINDOW, probe_descriptor, probe_layout
+        from oracles.wgmma_addresses import highest_address
 
         layout = probe_layout(case.params)
         probe_descriptor(case.params)
-        if max(max(row) for row in layout.addresses()) + 16 > WINDOW:
+        if highest_address(layout) + 16 > WINDOW:
             raise ValueError(f"the operand reaches past the {WINDOW}-byte window")
 
     def family(self, case: Case) -> str:
@@ -300,6 +306,45 @@ class WgmmaDescriptor(GpuTarget):
         if verdict.ok or np.shape(expected) != np.shape(observed):
             return verdict
         return Comparison(False, verdict.mismatch_count, verdict.mismatches, address_bits_signature(expected, observed), verdict.note)
+
+    # ---- many cases at once: the address oracle over arrays, a launch per digit for all cases (issue 16) -------
+
+    def expected_batch(self, cases: Sequence[Case]) -> list[Any]:
+        """``canonical_addresses`` of every operand at once; a case whose layout is refused gets its error."""
+        from gpu.wgmma import probe_layout
+        from oracles.wgmma_addresses import canonical_addresses
+
+        layouts: list[Any] = []
+        for case in cases:
+            try:
+                layouts.append(probe_layout(case.params))
+            except Exception as exc:
+                layouts.append(exc)
+        good = [i for i, layout in enumerate(layouts) if not isinstance(layout, Exception)]
+        tables = canonical_addresses([layouts[i] for i in good])
+        for i, table in zip(good, tables):
+            layouts[i] = _Addresses(table)
+        return layouts
+
+    def observed_batch(self, cases: Sequence[Case]) -> list[Any]:
+        """One launch per digit for all cases of an element type (``WgmmaRunner.run_arrays``)."""
+        tables = self.on_device(lambda: _wgmma_runner().run_arrays([c.params for c in cases]))
+        return [_Addresses(t) for t in tables]
+
+    def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> list[Comparison]:
+        """Whole tables compared as arrays; only a case that differs is compared again, element by element."""
+        return [Comparison(True) if np.array_equal(e.table, o.table) else self.compare(c, e.__json__(), o.__json__())
+                for c, e, o in zip(cases, expected, observed)]
+
+
+@dataclass(frozen=True, eq=False)
+class _Addresses:
+    """An [mn][k] table of byte addresses; as nested lists (what the per-case methods give) only where a report needs it."""
+
+    table: np.ndarray
+
+    def __json__(self) -> list[list[int]]:
+        return self.table.tolist()
 
 
 def address_bits_signature(expected: Any, observed: Any) -> str:

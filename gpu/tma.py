@@ -61,9 +61,16 @@ def global_bytes(params: TensorMapParams) -> np.ndarray:
 
 def hashed_bytes(size: int) -> np.ndarray:
     """``size`` bytes, each a hash of its offset: every tensor's data is the start of the same sequence, so
-    one buffer of the largest serves a batch of tensor maps."""
-    index = np.arange(size, dtype=np.uint64)
-    return ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8)
+    one buffer of the largest serves a batch of tensor maps (read-only: a view of the sequence made so far)."""
+    global _HASHED
+    if size > _HASHED.size:
+        index = np.arange(max(size, 2 * _HASHED.size, 1 << 20), dtype=np.uint64)  # grown by doubling: made once a campaign
+        _HASHED = ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8)
+        _HASHED.flags.writeable = False
+    return _HASHED[:size]
+
+
+_HASHED = np.empty(0, np.uint8)
 
 
 def source_words(boxes: list[TiledBox]) -> np.ndarray:
@@ -136,18 +143,28 @@ class TmaRunner(KernelRunner):
 
     def __init__(self) -> None:
         super().__init__("tma_copy.cu", "tma_copy")
+        self._source = None  # the device copy of hashed_bytes, kept between batches and grown by doubling
 
     def encode(self, params: TensorMapParams, address: int) -> np.ndarray:
         return encode_tensor_map(params, address)
 
+    def source(self, size: int):
+        """A device buffer whose first ``size`` bytes are ``hashed_bytes(size)``."""
+        if self._source is None or self._source.numel() < size:
+            data = hashed_bytes(max(size, 2 * (0 if self._source is None else self._source.numel())))
+            self._source = self.torch.from_numpy(data.copy()).cuda()
+        return self._source
+
     def run(self, boxes: list[TiledBox], window: int, coord: int = 0) -> list[np.ndarray | str]:
         """Each box's shared-memory window after the copy from (coord, ..., coord), or the CUDA
         error that refused it. The oracle's windows are for coordinate 0."""
+        if window % 16:
+            raise ValueError(f"the window is whole 16-byte units (the kernel fills and dumps it so), not {window} bytes")
         torch = self.torch
         results: list[np.ndarray | str] = [""] * len(boxes)
         keep, maps, cases = [], [], []
         params = [tensor_map_params(box) for box in boxes]
-        src = torch.from_numpy(hashed_bytes(max(p.global_bytes for p in params))).cuda()  # one buffer: every map reads its start
+        src = self.source(max(p.global_bytes for p in params))  # one buffer: every map reads its start
         for i, (box, p) in enumerate(zip(boxes, params)):
             try:
                 maps.append(self.encode(p, src.data_ptr()))
@@ -161,7 +178,7 @@ class TmaRunner(KernelRunner):
             table = torch.tensor(cases, dtype=torch.int32).cuda()
             out = torch.empty((len(keep), window), dtype=torch.uint8, device="cuda")
             self.launch(len(keep), window + 1024, tmaps, table, out, np.int32(window), np.uint8(FILL))
-            dumped = out.cpu().numpy()
+            dumped = self.host(out)
             for row, i in enumerate(keep):
                 results[i] = dumped[row]
         return results

@@ -2,7 +2,7 @@
 the tensor cores read for every (mn, k) of an operand, given its descriptor, for f16, bf16, tf32,
 e4m3, e5m2, s8 and u8 operands.
 
-``probe_layout``, ``probe_descriptor``, ``digit_plan`` and ``decode`` are pure; ``WgmmaRunner``
+``probe_layout``, ``probe_descriptor``, ``digit_plan``, ``decode`` and ``decode_many`` are pure; ``WgmmaRunner``
 needs an sm_90a device (and torch for buffers).
 """
 
@@ -22,6 +22,9 @@ DTYPES = {
     "f16": (0, 16, 11), "bf16": (1, 16, 8), "tf32": (2, 32, 11), "e4m3": (3, 8, 4), "e5m2": (4, 8, 3),
     "s8": (5, 8, 7), "u8": (6, 8, 8),
 }
+# one block of the probe: gpu/kernels/wgmma_probe.cu's WgmmaCase, field for field
+BLOCK = np.dtype([("desc", "<u8"), ("start", "<i4"), ("operand", "<i4"), ("mn", "<i4"), ("n", "<i4"), ("type", "<i4"),
+                  ("shift", "<i4"), ("bits", "<i4"), ("pad", "<i4")])
 IDENTITY = CanonicalLayout(Major.K, SwizzleMode.NONE, 16, 8, 1, lbo=128, sbo=256)  # 8-row x 16-byte cores, K-major
 
 
@@ -59,23 +62,29 @@ def probe_descriptor(p: Mapping[str, Any]) -> MatrixDescriptor:
 def decode(p: Mapping[str, Any], digits: list[np.ndarray]) -> list[list[int]]:
     """Byte offset (from the window base) of the element read for each (mn, k), from the
     accumulators of the digit launches; -1 where a value is not a digit."""
-    layout = probe_layout(p)
-    rows, cols = layout.shape
-    elem_bytes = layout.elem_bits // 8
-    index = np.zeros((64, 64), dtype=np.int64)
-    bad = np.zeros((64, 64), dtype=bool)
-    for (shift, bits), d in zip(digit_plan(p.get("dtype", "f16")), digits):
-        values = np.asarray(d, dtype=np.float64).reshape(64, 64)
-        ints = np.rint(values)
-        bad |= (ints != values) | (ints < 0) | (ints >= 1 << bits)
-        index += ints.astype(np.int64) << shift
-    out = []
-    for mn in range(rows):
-        row = []
-        for kk in range(cols):
-            r, c = (mn, kk) if p["operand"] == "A" else (kk, mn)  # D = A (B identity) or D[:K] = B
-            row.append(-1 if bad[r, c] else int(index[r, c]) * elem_bytes)
-        out.append(row)
+    return decode_many([p], [np.asarray(d).reshape(1, 64 * 64) for d in digits])[0].tolist()
+
+
+def decode_many(cases: list[Mapping[str, Any]], digits: list[np.ndarray]) -> list[np.ndarray]:
+    """``decode`` of cases of one element type at once: ``digits[j]`` holds digit launch j's accumulators,
+    one row of 64 x 64 per case; each answer is an [mn][k] array of byte offsets (-1: not a digit)."""
+    dtype = cases[0].get("dtype", "f16") if cases else "f16"
+    out: list[np.ndarray] = [np.empty(0)] * len(cases)
+    for operand, region in (("A", np.s_[:, :, :32]), ("B", np.s_[:, :32, :])):  # K <= 32: D's part that shows the operand
+        group = [i for i, p in enumerate(cases) if p["operand"] == operand]
+        if not group:
+            continue
+        index, bad = 0, False
+        for (shift, bits), d in zip(digit_plan(dtype), digits):
+            values = np.asarray(d, dtype=np.float32).reshape(len(cases), 64, 64)[group][region]  # the accumulators
+            with np.errstate(invalid="ignore"):  # NaN casts to something: it is marked bad below
+                ints = np.clip(values, -1, 1 << bits).astype(np.int32)  # clipped first: no value overflows the cast
+            bad = bad | (ints != values) | (ints < 0) | (ints >= 1 << bits)  # a fraction, NaN, or a digit out of range
+            index = index | ints << shift  # element indices of a 32 KiB window: < 2^15
+        address = np.where(bad, -1, index * (DTYPES[dtype][1] // 8)).astype(np.int64)
+        for row, i in enumerate(group):
+            rows, cols = probe_layout(cases[i]).shape
+            out[i] = address[row, :rows, :cols] if operand == "A" else address[row, :cols, :rows].T  # D = A (B identity) or D[:K] = B
     return out
 
 
@@ -88,25 +97,33 @@ class WgmmaRunner(KernelRunner):
 
     def run(self, cases: list[Mapping[str, Any]]) -> list[list[list[int]]]:
         """The read-address table of each case; one launch per digit per element type."""
-        results: list[list[list[int]]] = [[] for _ in cases]
-        for dtype in DTYPES:
-            group = [i for i, p in enumerate(cases) if p.get("dtype", "f16") == dtype]
-            if group:
-                for i, table in zip(group, self._run_type(dtype, [cases[i] for i in group])):
-                    results[i] = table
-        return results
+        return [a.tolist() for a in self.run_arrays(cases)]
 
-    def _run_type(self, dtype: str, cases: list[Mapping[str, Any]]) -> list[list[list[int]]]:
+    def run_arrays(self, cases: list[Mapping[str, Any]]) -> list[np.ndarray]:
+        """``run``'s tables as [mn][k] arrays: one launch for every digit of every case (a block each)."""
         torch = self.torch
-        table = np.zeros(len(cases), dtype=[("desc", "<u8"), ("start", "<i4"), ("operand", "<i4"), ("mn", "<i4"), ("n", "<i4")])
+        rows = np.zeros(sum(len(digit_plan(p.get("dtype", "f16"))) for p in cases), dtype=BLOCK)
+        groups: dict[str, list[int]] = {}
         for i, p in enumerate(cases):
-            table[i] = (probe_descriptor(p).encode() & ~0x3FFF, p["start"], 0 if p["operand"] == "A" else 1,
-                        1 if p["major"] == "mn" else 0, p["n"])
-        cases_dev = torch.from_numpy(table.view(np.uint8)).cuda()
-        digits = []
-        for shift, bits in digit_plan(dtype):
-            out = torch.zeros((len(cases), 64 * 64), dtype=torch.float32, device="cuda")
-            self.launch(len(cases), WINDOW + 4096 + 1024, cases_dev, np.int32(DTYPES[dtype][0]),
-                        np.uint64(self.identity_desc), out, np.int32(WINDOW), np.int32(shift), np.int32(bits))
-            digits.append(out.cpu().numpy())
-        return [decode(p, [d[i] for d in digits]) for i, p in enumerate(cases)]
+            groups.setdefault(p.get("dtype", "f16"), []).append(i)
+        first, row = {}, 0  # dtype -> its rows: digit j of the group's case c at first + j * len(group) + c
+        for dtype, members in groups.items():
+            first[dtype] = row
+            fields = [(probe_descriptor(cases[i]).encode() & ~0x3FFF, cases[i]["start"], 0 if cases[i]["operand"] == "A" else 1,
+                       1 if cases[i]["major"] == "mn" else 0, cases[i]["n"], DTYPES[dtype][0]) for i in members]
+            for shift, bits in digit_plan(dtype):
+                rows[row:row + len(members)] = [(*f, shift, bits, 0) for f in fields]
+                row += len(members)
+        results: list[np.ndarray] = [np.empty(0)] * len(cases)
+        if not cases:
+            return results
+        table = torch.from_numpy(rows.view(np.uint8)).cuda()
+        out = torch.empty((len(rows), 64 * 64), dtype=torch.float32, device="cuda")
+        self.launch(len(rows), WINDOW + 4096 + 1024, table, np.uint64(self.identity_desc), out, np.int32(WINDOW))
+        dumped = self.host(out)
+        for dtype, members in groups.items():
+            n = len(members)
+            digits = [dumped[first[dtype] + j * n: first[dtype] + (j + 1) * n] for j in range(len(digit_plan(dtype)))]
+            for i, answer in zip(members, decode_many([cases[i] for i in members], digits)):
+                results[i] = answer
+        return results

@@ -54,13 +54,27 @@ class Batch:
         return [item if isinstance(item, int) else item.to_dict() for item in self.items]
 
 
+@dataclass(frozen=True)
+class StoredPass:
+    """A pass a worker stored in the campaign's database itself (``harness.stored_passes``): what the parent counts."""
+
+    target: str
+    family: str
+    duration_s: float
+
+
 @dataclass
 class Progress:
-    """What a batch's progress file says: results of finished positions, and the positions of the call
-    that was running last."""
+    """What a batch's progress file says: results of finished positions, passes the worker stored itself, and the
+    positions of the call that was running last."""
 
     results: dict[int, dict[str, Any]] = field(default_factory=dict)
+    stored: list[StoredPass] = field(default_factory=list)
+    stored_at: set[int] = field(default_factory=set)  # their positions
     running: tuple[int, ...] = ()
+
+    def finished(self, k: int) -> bool:
+        return k in self.results or k in self.stored_at
 
     @classmethod
     def read(cls, path: Path) -> Progress:
@@ -69,12 +83,22 @@ class Progress:
             text = path.read_text()
         except FileNotFoundError:
             return progress
-        for line in text.splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:  # the last line, cut short by the worker's death
-                continue
-            if "run" in entry:
+        lines = text.splitlines()
+        try:  # one decode for the whole file: a batch of thousands of cases is thousands of lines
+            entries = json.loads("[" + ",".join(lines) + "]")
+        except json.JSONDecodeError:  # a line cut short by the worker's death: each line on its own
+            entries = []
+            for line in lines:
+                try:
+                    entries.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+        for entry in entries:
+            if "stored" in entry:
+                for k, family, duration in entry["stored"]:
+                    progress.stored.append(StoredPass(entry["target"], family, duration))
+                    progress.stored_at.add(k)
+            elif "run" in entry:
                 progress.running = tuple(entry["run"])
             else:
                 progress.results[entry["k"]] = entry
@@ -109,6 +133,10 @@ class ProgressFile:
 
     def result(self, k: int, result: dict[str, Any]) -> None:
         self._write({"k": k, **result})
+
+    def stored(self, target: str, passes: Sequence[tuple[int, str, float]]) -> None:
+        """(position, family, seconds) of passes the worker stored in the campaign's database itself."""
+        self._write({"stored": [list(p) for p in passes], "target": target})
 
     def _write(self, entry: dict[str, Any]) -> None:
         self._file.write(json.dumps(entry) + "\n")

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harness import registry
+from harness.batching import StoredPass
 from harness.runner import Result, Runner, Shard, make_case, run_cases, share
-from harness.signatures import root_cause
 from harness.target import OUTCOMES, Outcome, Target
 from reports.buckets import bucket_table
-from reports.report import bounded, bucket_key, build_report, environment_versions
+from reports.report import bounded, build_report, environment_versions, root_cause_and_bucket
 from reports.store import DB_NAME, DirectoryLock, Store, StoreError, report_name, write_atomically
 from reports.tables import pass_rate_table, render, write_tables
 
@@ -140,27 +140,43 @@ def _open_campaign(args: argparse.Namespace, out: Path, existing: bool) -> tuple
     return store, meta
 
 
+UNSUPPORTED_REPORTS = 3  # report files per root cause of unsupported cases (each case is a row all the same)
+
+
 class Recorder:
-    """Stores results as they arrive, writes reports for non-pass ones, shows progress."""
+    """Stores results as they arrive, writes a report for each finding (diverge, crash, timeout, error) and for the
+    first UNSUPPORTED_REPORTS cases of each reason a case is unsupported, shows progress."""
 
     def __init__(self, store: Store, specs: dict[str, str], versions: dict[str, dict[str, str]], progress) -> None:
         self.store, self.specs, self.versions, self.progress = store, specs, versions, progress
         self.counts: Counter[str] = Counter()
+        self.unsupported: Counter[str] = Counter()  # per bucket: a refused input is no finding, a file each would flood
 
     def __call__(self, results: list[Result]) -> None:
-        """Stores results (one transaction for all of them), each non-pass's report first."""
+        """Stores results (one transaction for all of them), each report first."""
         rows = []
         for result in results:
             report = None
-            if result.outcome is not Outcome.PASS:
+            signature, bucket = root_cause_and_bucket(result)
+            if result.outcome is Outcome.UNSUPPORTED:
+                self.unsupported[bucket] += 1
+            if result.outcome is not Outcome.PASS and self.unsupported[bucket] <= UNSUPPORTED_REPORTS:
                 path = Path(self.store.directory, "reports", report_name(result.case))
                 spec = self.specs.get(result.case.target, result.case.target)
                 report = build_report(result, self.versions.get(result.case.target, {}), path, spec)
-            rows.append((result, bucket_key(result), report, root_cause(result)))
+            rows.append((result, bucket, report, signature))
             self.counts[result.outcome.value] += 1
         self.store.record_many(rows)
+        self._show(len(results))
+
+    def stored(self, passes: list[StoredPass]) -> None:
+        """Counts passes the workers stored themselves (``harness.stored_passes``)."""
+        self.counts[Outcome.PASS.value] += len(passes)
+        self._show(len(passes))
+
+    def _show(self, finished: int) -> None:
         if self.progress is not None:
-            self.progress.update(len(results))
+            self.progress.update(finished)
             self.progress.set_postfix_str(
                 " ".join(f"{k}={v}" for k, v in sorted(self.counts.items()) if k != "pass"), refresh=False
             )
@@ -248,7 +264,7 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
         interrupted = False
         timeout = args.timeout if args.timeout is not None else float(meta.get("timeout_s", DEFAULT_TIMEOUT_S))
         try:
-            run_cases(shares, recorder, args.jobs, timeout, deadline, meta.get("memory_limit"))
+            run_cases(shares, recorder, args.jobs, timeout, deadline, meta.get("memory_limit"), (str(store.path), recorder.stored))
         except KeyboardInterrupt:
             interrupted = True
         finally:

@@ -27,9 +27,10 @@ from typing import Any
 from generators.case import Case
 from generators.source import source_for
 from harness import registry
-from harness.batching import Batch, BatchSize, Progress, ProgressFile, cases_of
+from harness.batching import Batch, BatchSize, Progress, ProgressFile, StoredPass, cases_of
 from harness.compare import clipped, summarised, to_jsonable
 from harness.pool import Died, Finished, WorkerPool
+from harness.stored_passes import store_passes
 from harness.target import Outcome, Target, Unsupported, batched
 
 WORKER_LOG_LINES = 20
@@ -237,8 +238,9 @@ def evaluate_many(target: Target, cases: list[Case]) -> list[dict[str, Any]]:
     return results  # type: ignore[return-value]
 
 
-def run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep_values: bool) -> int:
-    """A worker's task: the cases of one batch, each result written to the progress file as it finishes."""
+def run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep_values: bool, store: str | None = None) -> int:
+    """A worker's task: the cases of one batch, each result written to the progress file as it finishes; with a
+    ``store`` (a campaign's database), a batched call's plain passes go there instead (``harness.stored_passes``)."""
     progress = ProgressFile(progress_path)
     progress.running(range(len(payload)))  # until each case is under way: loading and generating
     os._exit = _exit_during_case  # a status 0 mid-case would read as a normal end: say what happened
@@ -261,7 +263,14 @@ def run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep
         if batched(target) and len(live) > 1:  # one call for all: a crash in it is bisected by the parent
             progress.running([k for k, _, _ in live])
             _clear_worker_log()
-            for (k, case, family), answer in zip(live, evaluate_many(target, [case for _, case, _ in live])):
+            answers = evaluate_many(target, [case for _, case, _ in live])
+            plain = [i for i, answer in enumerate(answers) if answer["outcome"] == Outcome.PASS.value]
+            if store is not None and not keep_values and plain:
+                store_passes(store, [(live[i][1], live[i][2], answers[i]) for i in plain])
+                progress.stored(target.name, [(live[i][0], live[i][2], answers[i]["duration_s"]) for i in plain])
+                stored = set(plain)
+                live, answers = [x for i, x in enumerate(live) if i not in stored], [a for i, a in enumerate(answers) if i not in stored]
+            for (k, case, family), answer in zip(live, answers):
                 _write(progress, k, case, family, answer, keep_values)
         else:
             for k, case, family in live:
@@ -274,13 +283,20 @@ def run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep
         progress.close()
 
 
+def result_of(case: Case, family: str, data: dict[str, Any]) -> Result:
+    """The Result of a case's answer as ``_write`` puts it in a progress file (or ``evaluate`` gives it)."""
+    return Result(case, family, Outcome(data["outcome"]), data.get("detail", ""), data.get("expected"), data.get("observed"),
+                  data.get("mismatch_count", 0), tuple(data.get("mismatches", ())), data.get("signature", ""),
+                  data.get("duration_s", 0.0), data.get("metrics") or {})
+
+
 def _write(progress: ProgressFile, k: int, case: Case, family: str, result: dict[str, Any], keep_values: bool) -> None:
     """Writes a case's result; its expected and observed values are made JSON only where they are kept: a
     campaign keeps none of a pass (a 24 KiB window a case, at thousands of cases a second, is most of the work)."""
     values = result.pop("_values", None)
     if values is not None and (keep_values or result["outcome"] != Outcome.PASS.value):
         result["expected"], result["observed"] = (summarised(to_jsonable(v), VALUE_LIMIT) for v in values)
-    progress.result(k, {"case": case.to_dict(), "family": family, **result})
+    progress.result(k, {"case_json": case.to_json(), "family": family, **result})
 
 
 # ---- in the parent ------------------------------------------------------------------------
@@ -305,6 +321,8 @@ class Runner:
     timeout_s: float = 30.0
     memory_limit: int | None = None  # bytes of heap per worker (RLIMIT_DATA); None: no limit
     preload: tuple[str, ...] = ()  # modules the fork server imports ahead (see harness.forkserver)
+    store: str | None = None  # a campaign's database: workers store plain passes of batches there (harness.stored_passes)
+    _stored: list = field(default_factory=list)  # StoredPass entries not yet taken
     _log_dir: tempfile.TemporaryDirectory | None = None
     _pool: WorkerPool | None = None
     _queue: deque = field(default_factory=deque)  # batches waiting for a worker
@@ -320,6 +338,11 @@ class Runner:
         assert self._pool is not None and self._log_dir is not None
         self._pool.close()
         self._log_dir.cleanup()
+
+    def take_stored(self) -> list[StoredPass]:
+        """The passes workers stored in the campaign's database themselves since the last call."""
+        stored, self._stored = self._stored, []
+        return stored
 
     @property
     def in_flight(self) -> int:
@@ -349,7 +372,8 @@ class Runner:
             item.started = time.monotonic()
             self._running[slot] = item
             batch = item.batch
-            self._pool.dispatch(slot, run_batch, (batch.spec, batch.seed, batch.payload(), str(item.progress), item.keep_values))
+            self._pool.dispatch(slot, run_batch, (batch.spec, batch.seed, batch.payload(), str(item.progress), item.keep_values,
+                                                  self.store))
 
     def results(self, wait_s: float | None = None) -> list[Result]:
         """Results of the cases finished within ``wait_s`` seconds (all pending if None)."""
@@ -388,7 +412,7 @@ class Runner:
         out = []
         for item in self._running.values():
             progress = Progress.read(item.progress)
-            out.extend(self._result(item.batch, k, entry) for k, entry in sorted(progress.results.items()))
+            out.extend(self._results(item.batch, progress))
         self._running.clear()
         self._queue.clear()
         return out
@@ -397,8 +421,8 @@ class Runner:
         batch = item.batch
         progress = Progress.read(item.progress)
         item.progress.unlink(missing_ok=True)
-        out = [self._result(batch, k, entry) for k, entry in sorted(progress.results.items())]
-        missing = [k for k in range(len(batch)) if k not in progress.results]  # an exception escaped run_batch: a harness bug
+        out = self._results(batch, progress)
+        missing = [k for k in range(len(batch)) if not progress.finished(k)]  # an exception escaped run_batch: a harness bug
         detail = clipped(f"worker failure:\n{error or 'no answer'}", DETAIL_LIMIT)
         return out + [self._lost(batch, k, Outcome.ERROR, detail, 0.0) for k in missing]
 
@@ -409,8 +433,8 @@ class Runner:
         progress = Progress.read(item.progress)
         item.progress.unlink(missing_ok=True)
         elapsed = time.monotonic() - item.started
-        done = [self._result(batch, k, entry) for k, entry in sorted(progress.results.items())]
-        unfinished = [k for k in range(len(batch)) if k not in progress.results]
+        done = self._results(batch, progress)
+        unfinished = [k for k in range(len(batch)) if not progress.finished(k)]
         suspects = [k for k in (progress.running or range(len(batch))) if k in unfinished]
         rest = [k for k in unfinished if k not in suspects]
         if rest:
@@ -432,22 +456,18 @@ class Runner:
         _, case, family, _ = next(cases_of(registry.load(batch.spec), batch.seed, batch.part([k]).payload()))
         return Result(case, batch.families[k] or family, outcome, detail, duration_s=elapsed)
 
-    def _result(self, batch: Batch, k: int, data: dict[str, Any]) -> Result:
-        item = batch.items[k]
-        case = item if isinstance(item, Case) else Case.from_dict(data["case"])
-        return Result(
-            case,
-            batch.families[k] if batch.families[k] is not None else data["family"],
-            Outcome(data["outcome"]),
-            data.get("detail", ""),
-            data.get("expected"),
-            data.get("observed"),
-            data.get("mismatch_count", 0),
-            tuple(data.get("mismatches", ())),
-            data.get("signature", ""),
-            data.get("duration_s", 0.0),
-            data.get("metrics") or {},
-        )
+    def _results(self, batch: Batch, progress: Progress) -> list[Result]:
+        """The results a progress file holds, in batch order; the cases the worker made are read back all at once.
+        Passes the worker stored itself are kept for ``take_stored``."""
+        self._stored.extend(progress.stored)
+        entries = sorted(progress.results.items())
+        texts = [data["case_json"] for k, data in entries if not isinstance(batch.items[k], Case)]
+        made = iter(Case.from_json_many(texts))
+        return [self._result(batch, k, data, batch.items[k] if isinstance(batch.items[k], Case) else next(made))
+                for k, data in entries]
+
+    def _result(self, batch: Batch, k: int, data: dict[str, Any], case: Case) -> Result:
+        return result_of(case, batch.families[k] if batch.families[k] is not None else data["family"], data)
 
     def _crash_detail(self, died: Died) -> str:
         code = died.exitcode
@@ -501,12 +521,12 @@ class Share:
         self.in_flight += len(items)
         return Batch(self.spec, self.seed, tuple(items))
 
-    def account(self, results: Sequence[Result]) -> None:
-        seconds = sum(r.duration_s for r in results)
+    def account(self, cases: int, seconds: float) -> None:
+        """``cases`` finished, taking ``seconds`` of worker time together."""
         self.seconds += seconds
-        self.cases += len(results)
-        self.in_flight = max(0, self.in_flight - len(results))
-        self.size.observe(len(results), seconds)
+        self.cases += cases
+        self.in_flight = max(0, self.in_flight - cases)
+        self.size.observe(cases, seconds)
 
 
 def share(spec: str, target: Target, seed: int, items: Iterable[int | Case], batch: int | None = None) -> Share:
@@ -522,8 +542,11 @@ def run_cases(
     timeout_s: float,
     deadline: float | None = None,
     memory_limit: int | None = None,
+    store: tuple[str, Callable[[list[StoredPass]], None]] | None = None,
 ) -> bool:
-    """Runs the shares' cases until done or past ``deadline`` (time.monotonic); records every result.
+    """Runs the shares' cases until done or past ``deadline`` (time.monotonic); records every result. With a
+    ``store`` (a campaign's database and what counts the passes stored there), workers store batches' plain passes
+    in the database themselves, and the second gets them as ``StoredPass`` entries instead of ``record`` results.
 
     The next batch is always the share's with the least worker time so far: a time budget is shared
     between targets by time, not by turn. Returns True if all of it ran. Ctrl-C propagates after
@@ -531,7 +554,8 @@ def run_cases(
     """
     by_name = {s.target.name: s for s in shares}
     preload = tuple(dict.fromkeys(m for s in shares for m in (s.spec.partition(":")[0], *s.target.preload)))
-    with Runner(jobs=jobs, timeout_s=timeout_s, memory_limit=memory_limit, preload=preload) as runner:
+    with Runner(jobs=jobs, timeout_s=timeout_s, memory_limit=memory_limit, preload=preload,
+                store=store[0] if store else None) as runner:
         try:
             while True:
                 out_of_time = deadline is not None and time.monotonic() >= deadline
@@ -545,13 +569,23 @@ def run_cases(
                 if not runner.in_flight:
                     return all(s.exhausted for s in shares)
                 results = runner.results(wait_s=0.5)
-                for name, group in itertools.groupby(results, key=lambda r: r.case.target):
+                stored = runner.take_stored()
+                finished: dict[str, list[float]] = {}
+                for name, seconds in itertools.chain(((r.case.target, r.duration_s) for r in results),
+                                                     ((p.target, p.duration_s) for p in stored)):
+                    finished.setdefault(name, []).append(seconds)
+                for name, times in finished.items():
                     if name in by_name:
-                        by_name[name].account(list(group))
+                        by_name[name].account(len(times), sum(times))
+                if stored and store:
+                    store[1](stored)
                 if results:
                     record(results)
         except KeyboardInterrupt:
             salvaged = runner.salvage()
             if salvaged:
                 record(salvaged)
+            stored = runner.take_stored()
+            if stored and store:
+                store[1](stored)
             raise

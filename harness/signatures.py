@@ -11,6 +11,7 @@ seeds, machines and Python versions.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from harness.runner import Result
 from harness.target import Outcome
@@ -100,6 +101,7 @@ def crash_signature(detail: str) -> str:
     return f"{how}: {what}" if how else what
 
 
+@lru_cache(maxsize=4096)  # pure, and asked once per recorded case
 def divergence_signature(kind: str) -> str:
     """A target's mismatch kind without element indices (``a[3].lane:value`` -> ``a[].lane:value``);
     the kind itself is the target's, in its own terms and without counts (``register bit 2 dropped``)."""

@@ -53,3 +53,9 @@ def canonical_addresses(layouts: Sequence[CanonicalLayout]) -> list[np.ndarray]:
         for row, i in enumerate(members):
             out[i] = address[row]
     return out
+
+
+def highest_address(layout: CanonicalLayout) -> int:
+    """The largest byte address the layout reads (``max(max(row) for row in layout.addresses())``, without the
+    element-by-element walk: a generator asks it of every case)."""
+    return int(canonical_addresses([layout])[0].max())

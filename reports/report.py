@@ -6,6 +6,7 @@ import hashlib
 import platform
 import sys
 from collections.abc import Mapping
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -32,9 +33,16 @@ def environment_versions() -> dict[str, str]:
 
 def bucket_key(result: Result) -> str:
     """Groups outcomes of one root cause: target, outcome and root-cause signature (never the family)."""
-    return bucket_of(result.case.target, result.outcome.value, root_cause(result))
+    return root_cause_and_bucket(result)[1]
 
 
+def root_cause_and_bucket(result: Result) -> tuple[str, str]:
+    """A result's root-cause signature and its bucket key: what a stored row keys it by."""
+    signature = root_cause(result)
+    return signature, bucket_of(result.case.target, result.outcome.value, signature)
+
+
+@lru_cache(maxsize=4096)  # a campaign's rows share a few root causes: hash each once
 def bucket_of(target: str, outcome: str, signature: str) -> str:
     """The bucket key of a root cause."""
     return hashlib.sha1("\n".join((target, outcome, signature)).encode()).hexdigest()[:12]

@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 """
 
 DB_NAME = "layoutfuzz.sqlite"
+BUSY_TIMEOUT_S = 60.0  # how long a writer waits for another's transaction
 LOCK_NAME = ".layoutfuzz.lock"
 
 
@@ -63,6 +64,47 @@ def write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_many_atomically(files: Sequence[tuple[Path, str]]) -> None:
+    """``write_atomically`` for many files with two flushes of their filesystem in all, not one per file (a batch of
+    reports at thousands of cases a second): every text is on disk before any file appears under its name, and
+    every name before this returns."""
+    if len(files) < 2:
+        for path, text in files:
+            write_atomically(path, text)
+        return
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, text in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            staged.append((tmp, path))
+            os.fchmod(fd, 0o666 & ~_umask())
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+        sync_filesystem(files[0][0].parent)
+        while staged:
+            tmp, path = staged[-1]
+            os.replace(tmp, path)
+            staged.pop()
+        sync_filesystem(files[0][0].parent)
+    finally:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def sync_filesystem(directory: Path) -> None:
+    """Flushes the filesystem that holds ``directory`` (Linux ``syncfs``; elsewhere ``sync``)."""
+    import ctypes
+
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        syncfs = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
+        if syncfs is None or syncfs(fd) != 0:
+            os.sync()
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:
@@ -129,14 +171,13 @@ class Store:
             raise StoreError(f"no campaign in {self.directory} (no {DB_NAME})")
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None)
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
             if not create:  # an existing campaign: refuse what is not one rather than read it as empty
                 tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
                 if not {"campaign", "outcomes"} <= tables:
                     self.db.close()
                     raise StoreError(f"{self.path} is not a layoutfuzz campaign (no campaign and outcomes tables)")
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
+            write_ahead(self.db)
             self.db.executescript(SCHEMA)
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(outcomes)")}
             if "metrics" not in columns:  # stores written before metrics existed
@@ -174,26 +215,16 @@ class Store:
 
     def record_many(self, rows: Sequence[tuple[Result, str, Mapping[str, Any] | None, str | None]]) -> list[Path | None]:
         """``record`` for many outcomes in one transaction; every report is written before the rows."""
-        paths, values = [], []
+        paths, values, files = [], [], []
         for result, bucket, report, signature in rows:
-            case = result.case
             path = None
             if report is not None:
-                path = self.directory / "reports" / report_name(case)
-                write_atomically(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
+                path = self.directory / "reports" / report_name(result.case)
+                files.append((path, json.dumps(report, indent=2, sort_keys=True) + "\n"))
             paths.append(path)
-            values.append((
-                case.target, case.seed, case.index, result.family, result.outcome.value, result.detail,
-                result.signature if signature is None else signature, bucket, result.mismatch_count, result.duration_s,
-                case.to_json(), str(path.relative_to(self.directory)) if path else None,
-                json.dumps(result.metrics, sort_keys=True) if result.metrics else None,
-            ))
-        with transaction(self.db):
-            self.db.executemany(
-                "INSERT OR REPLACE INTO outcomes (target, seed, idx, family, outcome, detail, signature, bucket,"
-                " mismatch_count, duration_s, case_json, report, metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                values,
-            )
+            values.append(outcome_row(result, bucket, signature, str(path.relative_to(self.directory)) if path else None))
+        write_many_atomically(files)
+        insert_rows(self.db, values)
         return paths
 
     def frame(self) -> pd.DataFrame:
@@ -213,6 +244,35 @@ class Store:
         if row is None:
             return None
         return Case.from_dict(json.loads(row[0])), (str(self.directory / row[1]) if row[1] else None)
+
+
+def outcome_row(result: Result, bucket: str, signature: str | None, report: str | None) -> tuple:
+    """A result as a row of ``outcomes`` (``insert_rows``'s order); ``report``: its report's path in the store."""
+    case = result.case
+    return (case.target, case.seed, case.index, result.family, result.outcome.value, result.detail,
+            result.signature if signature is None else signature, bucket, result.mismatch_count, result.duration_s,
+            case.to_json(), report, json.dumps(result.metrics, sort_keys=True) if result.metrics else None)
+
+
+def insert_rows(db: sqlite3.Connection, rows: Sequence[tuple]) -> None:
+    """``outcome_row`` rows in one transaction (a case recorded again replaces its row)."""
+    with transaction(db):
+        db.executemany("INSERT OR REPLACE INTO outcomes (target, seed, idx, family, outcome, detail, signature, bucket,"
+                       " mismatch_count, duration_s, case_json, report, metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection to a store's database as every writer uses it: autocommit (``transaction`` opens each), WAL, and
+    waiting up to a minute for the write lock (a campaign's workers store their passes beside the parent)."""
+    db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+    write_ahead(db)
+    return db
+
+
+def write_ahead(db: sqlite3.Connection) -> None:
+    """WAL with commits that survive a killed process (a power cut may lose the last ones, never corrupt)."""
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
 
 
 def report_name(case: Case) -> str:

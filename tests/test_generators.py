@@ -103,3 +103,13 @@ def test_same_seed_same_cases_byte_for_byte_across_processes(name):
     assert make_case(target, 7, 0) == make_case(target, 7, 0)
     for i in range(100):  # and every generated case is valid for its oracle
         target.validate(make_case(target, 7, i))
+
+
+def test_a_case_read_back_from_its_json_is_the_same_case_with_the_same_text():
+    from generators.case import Case
+
+    case = Case("t", 3, 7, {"b": [1, 2], "a": {"y": None, "x": 1.5}})
+    text = case.to_json()
+    back = Case.from_json(text)
+    assert back == case and back.to_json() == text and back.params == {"a": {"x": 1.5, "y": None}, "b": [1, 2]}
+    assert text == '{"index":7,"params":{"a":{"x":1.5,"y":null},"b":[1,2]},"seed":3,"target":"t"}'

@@ -79,3 +79,70 @@ def test_hardware_reads_match_the_oracle():
     observed = WgmmaRunner().run(cases)
     wrong = [p for p, o in zip(cases, observed) if o != probe_layout(p).addresses()]
     assert not wrong, wrong[:3]
+
+
+class SimulatedProbe:
+    """The probe's accumulators as the kernel leaves them where the hardware reads what the one-layout oracle
+    says (D = A x I or D[:K] = B, digit by digit), with planted faults: a case's two reads swapped, one read
+    that is not a digit; everything after the accumulators is the code under test."""
+
+    def __init__(self, swapped: int, garbled: int) -> None:
+        self.swapped, self.garbled = swapped, garbled
+
+    def digits(self, index: int, p, shift: int, bits: int) -> np.ndarray:
+        d = np.zeros((64, 64), np.float32)
+        elem_bytes = DTYPES[p["dtype"]][1] // 8
+        for mn, row in enumerate(probe_layout(p).addresses()):
+            for kk, address in enumerate(row):
+                r, c = (mn, kk) if p["operand"] == "A" else (kk, mn)
+                d[r, c] = (address // elem_bytes >> shift) & ((1 << bits) - 1)
+        if index == self.swapped:
+            d[[0, 1], 0] = d[[1, 0], 0]
+        if index == self.garbled:
+            d[2, 0] = 0.5
+        return d.reshape(-1)
+
+    def run_arrays(self, cases):
+        from gpu.wgmma import decode_many
+
+        out = [None] * len(cases)
+        for dtype in DTYPES:
+            group = [i for i, p in enumerate(cases) if p["dtype"] == dtype]
+            if group:
+                digits = [np.stack([self.digits(self.index[i], cases[i], shift, bits) for i in group]) for shift, bits in digit_plan(dtype)]
+                for i, table in zip(group, decode_many([cases[i] for i in group], digits)):
+                    out[i] = table
+        return out
+
+    def run(self, cases):
+        return [a.tolist() for a in self.run_arrays(cases)]
+
+
+def test_batch_methods_give_each_case_the_outcome_of_its_own_call(monkeypatch):
+    # one oracle call, one probe run and one comparison over 120 operands of every type against each case alone
+    from gpu import targets
+    from harness.compare import to_jsonable
+    from harness.runner import evaluate, evaluate_many, make_case
+
+    target = targets.WgmmaDescriptor()
+    cases = [make_case(target, 9, i) for i in range(120)]
+    probe = SimulatedProbe(swapped=7, garbled=30)
+    monkeypatch.setattr(targets, "_wgmma_runner", lambda: probe)
+
+    def row(result):
+        values = result.pop("_values", None)
+        result.pop("duration_s")
+        return result | {"values": to_jsonable(values, limit=10**6)}
+
+    probe.index = {i: case.index for i, case in enumerate(cases)}
+    batched = [row(r) for r in evaluate_many(target, cases)]
+    one_by_one = []
+    for case in cases:
+        probe.index = {0: case.index}
+        one_by_one.append(row(evaluate(target, case)))
+    assert batched == one_by_one
+    assert [i for i, r in enumerate(batched) if r["outcome"] != "pass"] == [7, 30]
+    (a, *_), (b, *_) = probe_layout(cases[7].params).addresses()[:2]
+    assert batched[7]["mismatches"][:2] == [f"[0][0]: expected {a}, observed {b}", f"[1][0]: expected {b}, observed {a}"]
+    assert batched[30]["mismatches"][0].endswith("observed -1")  # not a digit: decoded as -1, never as an address
+    assert {c.params["dtype"] for c in cases} == set(DTYPES)  # every element type in one batch

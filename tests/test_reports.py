@@ -94,3 +94,49 @@ def test_property_tests_have_no_wall_clock_deadline():
     from hypothesis import settings
 
     assert settings().deadline is None
+
+
+def test_a_batch_of_reports_appears_whole_and_a_failed_batch_leaves_no_temporary_files(tmp_path, monkeypatch):
+    import os
+
+    from reports import store
+
+    store.write_many_atomically([(tmp_path / "r" / f"{i}.json", f"report {i}\n") for i in range(5)])
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [f"{i}.json" for i in range(5)]
+    assert (tmp_path / "r" / "3.json").read_text() == "report 3\n"
+    old = os.umask(0o022)
+    try:
+        store.write_many_atomically([(tmp_path / "u" / "a", "x"), (tmp_path / "u" / "b", "y")])
+    finally:
+        os.umask(old)
+    assert (tmp_path / "u" / "a").stat().st_mode & 0o777 == 0o644
+
+    def full(directory):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "sync_filesystem", full)
+    try:
+        store.write_many_atomically([(tmp_path / "s" / f"{i}.json", "z") for i in range(3)])
+    except OSError:
+        pass
+    else:
+        raise AssertionError("the failure was swallowed")
+    assert list((tmp_path / "s").iterdir()) == []  # neither reports nor their temporary files
+
+
+def test_unsupported_cases_get_a_few_reports_per_reason_and_every_row(tmp_path):
+    from harness.campaign import UNSUPPORTED_REPORTS, Recorder
+    from reports.store import Store
+
+    target = Store(tmp_path)
+    recorder = Recorder(target, {}, {}, None)
+    refused = [Result(Case("t", 0, i, {"i": i}), "f", Outcome.UNSUPPORTED, f"the driver refused it ({'ab'[i % 2]})")
+               for i in range(20)]
+    diverged = [Result(Case("t", 0, 100 + i, {}), "f", Outcome.DIVERGE, "", signature="x") for i in range(6)]
+    recorder(refused[:7])
+    recorder(refused[7:] + diverged)
+    rows = target.frame()
+    assert len(rows) == 26 and rows["report"].notna().sum() == 2 * UNSUPPORTED_REPORTS + 6
+    reported = set(rows[rows["report"].notna() & (rows["outcome"] == "unsupported")]["idx"])
+    assert reported == {0, 1, 2, 3, 4, 5}  # the first three of each reason
+    assert len(list((tmp_path / "reports").iterdir())) == 2 * UNSUPPORTED_REPORTS + 6

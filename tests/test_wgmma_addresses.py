@@ -10,7 +10,7 @@ from generators.source import source_for
 from generators.wgmma import device_case
 from gpu.wgmma import probe_layout
 from oracles.wgmma import CanonicalLayout, Major, SwizzleMode
-from oracles.wgmma_addresses import canonical_addresses
+from oracles.wgmma_addresses import canonical_addresses, highest_address
 
 
 def table_layouts() -> list[CanonicalLayout]:
@@ -39,3 +39,8 @@ def test_an_operand_reads_each_element_from_its_own_address():
     for layout, addresses in zip(LAYOUTS, canonical_addresses(LAYOUTS)):
         assert np.unique(addresses).size == addresses.size
         assert not np.any(addresses % (layout.elem_bits // 8))
+
+
+def test_highest_address_is_the_largest_address_the_one_layout_oracle_reads():
+    # the generator and validate keep a case inside the probe's window by it: it must be the exact maximum
+    assert [highest_address(layout) for layout in LAYOUTS] == [max(max(row) for row in layout.addresses()) for layout in LAYOUTS]

@@ -1,8 +1,9 @@
 // One wgmma per block (one warpgroup, 128 threads): the operand under test is read through the
 // case's shared-memory matrix descriptor from a window whose elements hold digits of their own
 // element index; the other operand is an identity, so the accumulators show which element the
-// hardware fetched for every (row, column). m64nNk{8,16,32} for N = 16 or 64, for the element
-// type given at launch: 0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2, 5 s8, 6 u8.
+// hardware fetched for every (row, column). m64nNk{8,16,32} for N = 16 or 64, for the block's element
+// type: 0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2, 5 s8, 6 u8. A block is one (case, digit): one launch
+// covers every digit of every case of a batch, whatever their types.
 
 typedef unsigned long long u64;
 
@@ -12,6 +13,10 @@ struct WgmmaCase {
   int operand;       // 0: A under test (B = identity), 1: B under test (A = identity)
   int mn_major;      // imm-trans of the operand under test (16-bit types only)
   int n;             // 16 or 64
+  int type;          // the element type (below)
+  int digit_shift;   // which digit of each element's index the window holds
+  int digit_bits;
+  int pad;
 };
 
 enum { F16, BF16, TF32, E4M3, E5M2, S8, U8 };
@@ -60,12 +65,12 @@ __device__ __forceinline__ void store(unsigned char* p, int type, unsigned bits)
   else if (ta == 0) M(SHAPE, TYPES, 0, 1); else M(SHAPE, TYPES, 1, 1)
 
 extern "C" __global__ void __launch_bounds__(128, 1)
-wgmma_probe(const WgmmaCase* __restrict__ cases, int type, u64 identity_desc, float* __restrict__ out, int window,
-            int digit_shift, int digit_bits) {
+wgmma_probe(const WgmmaCase* __restrict__ cases, u64 identity_desc, float* __restrict__ out, int window) {
   extern __shared__ unsigned char raw[];
   unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(raw) + 1023ull) & ~1023ull);
   unsigned char* ident = base + window;
   const WgmmaCase c = cases[blockIdx.x];
+  const int type = c.type, digit_shift = c.digit_shift, digit_bits = c.digit_bits;
   const int eb = elem_bytes(type);
 
   for (int i = threadIdx.x; i < window / eb; i += blockDim.x) {

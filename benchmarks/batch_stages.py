@@ -1,0 +1,95 @@
+"""Where one worker's time goes in a batch of a GPU target: microseconds per case for generating the cases, the
+oracle, the system under test (for tma.swizzle split into tensor-map encoding and the rest: launch, copy back)
+and the comparison, in this process on the current device; the batch methods against one case per call.
+
+    python benchmarks/batch_stages.py [--targets tma.swizzle,wgmma.descriptor] [--batch 4096] [--repeat 3]
+
+Needs the target's device (an sm_90 GPU); prints a table per target, the best of ``--repeat`` batches after one
+to warm up (kernel compilation, the source buffer, torch's allocators).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import registry  # noqa: E402
+from harness.runner import evaluate, make_case  # noqa: E402
+
+
+def stages(name: str, size: int, offset: int) -> dict[str, float]:
+    """Seconds of each stage for one batch of ``size`` cases starting at index ``offset`` (seed 0)."""
+    target = registry.load(registry.resolve(name))
+    encode_s = [0.0]
+    if name == "tma.swizzle":  # the tensor-map encoding inside observed_batch, timed on its own
+        from gpu import targets
+
+        runner = targets._tma_runner()
+        encode = type(runner).encode
+
+        def timed(self, params, address):
+            start = time.perf_counter()
+            try:
+                return encode(self, params, address)
+            finally:
+                encode_s[0] += time.perf_counter() - start
+
+        runner.encode = timed.__get__(runner)
+    out = {}
+    start = time.perf_counter()
+    cases = [make_case(target, 0, offset + i) for i in range(size)]
+    out["generate"] = time.perf_counter() - start
+    start = time.perf_counter()
+    expected = target.expected_batch(cases)
+    out["oracle (expected_batch)"] = time.perf_counter() - start
+    start = time.perf_counter()
+    observed = target.observed_batch(cases)
+    out["system under test (observed_batch)"] = time.perf_counter() - start
+    if name == "tma.swizzle":
+        out["  of which tensor-map encoding"] = encode_s[0]
+    live = [i for i, o in enumerate(observed) if not isinstance(o, BaseException)]
+    start = time.perf_counter()
+    target.compare_batch([cases[i] for i in live], [expected[i] for i in live], [observed[i] for i in live])
+    out["comparison (compare_batch)"] = time.perf_counter() - start
+    return out
+
+
+def one_per_call(name: str, count: int) -> float:
+    """Seconds per case of ``evaluate`` (one case per call: the per-case methods)."""
+    target = registry.load(registry.resolve(name))
+    cases = [make_case(target, 1, i) for i in range(count)]
+    evaluate(target, cases[0])
+    start = time.perf_counter()
+    for case in cases:
+        evaluate(target, case)
+    return (time.perf_counter() - start) / count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--targets", default="tma.swizzle,wgmma.descriptor")
+    parser.add_argument("--batch", type=int, default=4096)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    for name in args.targets.split(","):
+        stages(name, min(args.batch, 256), 10**6)  # warm up
+        runs = [stages(name, args.batch, r * args.batch) for r in range(args.repeat)]
+        best = {k: min(r[k] for r in runs) for k in runs[0]}
+        total = sum(v for k, v in best.items() if not k.startswith("  "))
+        single = one_per_call(name, 100)
+        rows = [{"stage": k, "us/case": round(v / args.batch * 1e6, 1)} for k, v in best.items()]
+        rows.append({"stage": "all stages, batched", "us/case": round(total / args.batch * 1e6, 1)})
+        rows.append({"stage": "one case per call (evaluate)", "us/case": round(single * 1e6, 1)})
+        print(f"\n{name}: batches of {args.batch}, best of {args.repeat}; batched {args.batch / total:.0f} cases/s on one "
+              f"core, {single / (total / args.batch):.1f}x one case per call")
+        print(pd.DataFrame(rows).to_markdown(index=False))
+
+
+if __name__ == "__main__":
+    main()

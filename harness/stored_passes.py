@@ -1,0 +1,35 @@
+"""Passes a campaign's workers store themselves.
+
+At tens of thousands of cases a second, one parent process turning every outcome into a row is the bottleneck.
+So in a campaign a worker writes its batch's plain passes (no values kept) straight into the store, one
+transaction a batch, as the same rows the parent would write (``reports.store.outcome_row``), then tells the
+parent only what it needs to count them (``harness.batching.Progress``): position, family and time. A worker
+that dies after its commit and before saying so runs those cases again, and a case recorded again replaces its
+row. Everything that is not a plain pass still goes through the parent, which writes its report first.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from generators.case import Case
+
+_connections: dict[str, sqlite3.Connection] = {}  # per worker process: made after the fork, kept between batches
+
+
+def store_passes(store_path: str, passes: Sequence[tuple[Case, str, dict[str, Any]]]) -> None:
+    """Inserts (case, family, answer) passes into the store at ``store_path`` in one transaction."""
+    from harness.runner import result_of
+    from reports.report import root_cause_and_bucket
+    from reports.store import connect, insert_rows, outcome_row
+
+    if store_path not in _connections:
+        _connections[store_path] = connect(store_path)
+    rows = []
+    for case, family, answer in passes:
+        result = result_of(case, family, answer)
+        signature, bucket = root_cause_and_bucket(result)
+        rows.append(outcome_row(result, bucket, signature, None))
+    insert_rows(_connections[store_path], rows)
