@@ -20,7 +20,7 @@ from harness import registry
 from harness.batching import StoredPass
 from harness.runner import Result, Runner, Shard, make_case, run_cases, share
 from harness.target import OUTCOMES, Outcome, Target
-from reports.buckets import bucket_table
+from reports.buckets import PROBLEMS, bucket_table
 from reports.report import bounded, build_report, environment_versions, root_cause_and_bucket
 from reports.store import DB_NAME, DirectoryLock, Store, StoreError, report_name, write_atomically
 from reports.tables import pass_rate_table, render, write_tables
@@ -270,9 +270,9 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
         finally:
             progress.close()
         elapsed = time.monotonic() - started
-        table = pass_rate_table(store.frame())
+        table = pass_rate_table(store.counts(), store.metric_rows())
         write_tables(table, store.directory)
-        buckets = bucket_table(store.frame())
+        buckets = bucket_table(store.frame(PROBLEMS))
         if args.reduce and not buckets.empty and not interrupted:
             print(f"reducing the representatives of {len(buckets)} bucket(s)...", file=sys.stderr)
             reduce_representatives(store, buckets, specs_by_name(targets), timeout, args.reduce_tries, args.jobs)

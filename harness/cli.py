@@ -25,7 +25,7 @@ from harness.cli_cases import cmd_reduce, cmd_reproduce
 from harness.cli_triage import add_known_parser, campaign_root_causes, cmd_buckets, cmd_diff, cmd_nightly, diff_summary
 from harness.cli_versions import add_version_parsers
 from harness.runner import Shard
-from reports.buckets import bucket_table, diff_buckets
+from reports.buckets import PROBLEMS, bucket_table, diff_buckets
 from reports.junit import junit_xml
 from reports.ledger import DEFAULT_LEDGER
 from reports.store import write_atomically
@@ -151,12 +151,12 @@ def write_html(directory: Path, root_causes: pd.DataFrame | None = None) -> Path
     from reports.pictures import html_report
 
     store = open_store(directory)
-    frame = store.frame()
+    problems, counts, metrics = store.frame(PROBLEMS), store.counts(), store.metric_rows()
     store.close()
     if root_causes is None:
         root_causes = campaign_root_causes(Path(directory), DEFAULT_LEDGER)
-    reports = dict(zip(*[bucket_table(frame)[c] for c in ("bucket", "report")]))
-    page = html_report(Path(directory), render(pass_rate_table(frame), "html"), root_causes, reports, f"layoutfuzz {directory}")
+    reports = dict(zip(*[bucket_table(problems)[c] for c in ("bucket", "report")]))
+    page = html_report(Path(directory), render(pass_rate_table(counts, metrics), "html"), root_causes, reports, f"layoutfuzz {directory}")
     path = Path(directory) / "report.html"
     write_atomically(path, page)
     return path
@@ -219,7 +219,8 @@ def cmd_selftest(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    table = pass_rate_table(open_store(args.out).frame())
+    store = open_store(args.out)
+    table = pass_rate_table(store.counts(), store.metric_rows())
     print(for_terminal(table, args.format))
     return 0
 

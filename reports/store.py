@@ -227,13 +227,25 @@ class Store:
         insert_rows(self.db, values)
         return paths
 
-    def frame(self) -> pd.DataFrame:
-        """Every outcome as a DataFrame."""
+    def frame(self, outcomes: Sequence[str] | None = None) -> pd.DataFrame:
+        """Every outcome as a DataFrame (only those of ``outcomes`` if given: a night's millions of passes are not
+        read back to find its few findings)."""
+        where = f" WHERE outcome IN ({','.join('?' * len(outcomes))})" if outcomes is not None else ""
         return pd.read_sql_query(
             "SELECT target, seed, idx, family, outcome, detail, signature, bucket, mismatch_count, duration_s, report, metrics"
-            " FROM outcomes ORDER BY target, seed, idx",
-            self.db,
+            f" FROM outcomes{where} ORDER BY target, seed, idx",
+            self.db, params=tuple(outcomes or ()),
         )
+
+    def counts(self) -> pd.DataFrame:
+        """Cases and worker time per (target, family, outcome), counted in SQLite: what ``pass_rate_table`` needs
+        (with ``metric_rows``), whatever the campaign's size."""
+        return pd.read_sql_query("SELECT target, family, outcome, count(*) AS cases, sum(duration_s) AS duration_s"
+                                 " FROM outcomes GROUP BY target, family, outcome", self.db)
+
+    def metric_rows(self) -> pd.DataFrame:
+        """Target, family and metrics of the rows that have per-case metrics."""
+        return pd.read_sql_query("SELECT target, family, metrics FROM outcomes WHERE metrics IS NOT NULL", self.db)
 
     def find(self, case_id: str) -> tuple[Case, str | None] | None:
         """The case stored under ``TARGET/SEED/INDEX`` and its report path, if any."""

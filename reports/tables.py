@@ -13,14 +13,17 @@ from reports.store import write_atomically
 FORMATS = ("md", "csv", "html")
 
 
-def pass_rate_table(outcomes: pd.DataFrame) -> pd.DataFrame:
+def pass_rate_table(outcomes: pd.DataFrame, metrics: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (target, family) and one per target in total: counts of each outcome and
     the pass rate over the cases that ran (unsupported ones excluded), and the worker time the cases took
-    (``time s``: what a time budget shares between targets)."""
+    (``time s``: what a time budget shares between targets). ``outcomes``: a row per case (``Store.frame``), or
+    counted rows with a ``cases`` column (``Store.counts``) and the rows with metrics (``Store.metric_rows``)."""
     columns = ["target", "family", "cases", *OUTCOMES, "pass rate %"] + (["time s"] if "duration_s" in outcomes else [])
     if outcomes.empty:
         return pd.DataFrame(columns=columns)
-    counts = pd.crosstab([outcomes["target"], outcomes["family"]], outcomes["outcome"])
+    weights = outcomes["cases"] if "cases" in outcomes else pd.Series(1, index=outcomes.index)  # counted rows (Store.counts)
+    counts = pd.crosstab([outcomes["target"], outcomes["family"]], outcomes["outcome"], values=weights, aggfunc="sum").fillna(0)
+    counts = counts.astype(int)
     counts = counts.reindex(columns=list(OUTCOMES), fill_value=0)
     totals = counts.groupby(level="target").sum()
     totals.index = pd.MultiIndex.from_tuples([(t, "(all)") for t in totals.index], names=["target", "family"])
@@ -33,7 +36,7 @@ def pass_rate_table(outcomes: pd.DataFrame) -> pd.DataFrame:
         by_target = seconds.groupby(level="target").sum()
         by_target.index = pd.MultiIndex.from_tuples([(t, "(all)") for t in by_target.index], names=["target", "family"])
         table["time s"] = pd.concat([seconds, by_target]).reindex(table.index).round(2)
-    means = _metric_means(outcomes)
+    means = _metric_means(outcomes if metrics is None else metrics)
     if means is not None:
         table = table.join(means)
         columns += list(means.columns)

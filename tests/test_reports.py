@@ -140,3 +140,23 @@ def test_unsupported_cases_get_a_few_reports_per_reason_and_every_row(tmp_path):
     reported = set(rows[rows["report"].notna() & (rows["outcome"] == "unsupported")]["idx"])
     assert reported == {0, 1, 2, 3, 4, 5}  # the first three of each reason
     assert len(list((tmp_path / "reports").iterdir())) == 2 * UNSUPPORTED_REPORTS + 6
+
+
+def test_the_table_counted_in_sqlite_is_the_table_of_every_row(tmp_path):
+    # a night's millions of rows are counted in SQLite, not read back: the same table, metrics means included
+    from reports.store import Store
+
+    store = Store(tmp_path)
+    outcomes = [Outcome.PASS, Outcome.DIVERGE, Outcome.UNSUPPORTED, Outcome.CRASH]
+    rows = []
+    for i in range(60):
+        metrics = {"ptx loads": float(i % 7)} if i % 3 == 0 else {}
+        result = Result(Case(f"t{i % 2}", 0, i, {}), f"f{i % 5}", outcomes[i % 4] if i % 11 else Outcome.PASS,
+                        duration_s=0.001 * i, metrics=metrics)
+        rows.append((result, "b", None, None))
+    store.record_many(rows)
+    by_row = pass_rate_table(store.frame())
+    counted = pass_rate_table(store.counts(), store.metric_rows())
+    pd.testing.assert_frame_equal(by_row, counted)
+    assert "mean ptx loads" in counted and counted["cases"].sum() == 2 * 60
+    assert list(store.frame(["crash"])["outcome"].unique()) == ["crash"]
