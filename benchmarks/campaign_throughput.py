@@ -1,11 +1,14 @@
-"""Issue 16's CPU figures: per target, cases/s in-process, through ``layoutfuzz run`` (batched, the default),
+"""Issue 16's figures (CPU targets here, GPU targets on the device machine): per target, cases/s in-process, through ``layoutfuzz run`` (batched, the default),
 and through ``layoutfuzz run --batch 1`` (one case per worker call), with ratios to in-process in the same run.
 
 In-process means the target's cases evaluated one after another in this process, with nothing around them:
 the rate a harness could reach on one core if it never isolated anything. Cases that crash or hang cannot run
 in-process; they are left out of that rate (and counted in the runs, where a crash costs a worker).
 
-    python benchmarks/campaign_throughput.py [--targets A,B] [--budget 20] [--jobs 2] [--out FILE]
+For the Triton kernel targets it adds distinct kernels/s: cases of distinct parameters that ran (each compiled
+once, as every run starts with empty Triton and kernel caches).
+
+    python benchmarks/campaign_throughput.py [--targets A,B] [--budget 20] [--jobs 2] [--baseline TREE] [--out FILE]
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -30,27 +34,44 @@ from harness.campaign import DEFAULT_TARGETS  # noqa: E402
 from harness.runner import evaluate, make_case  # noqa: E402
 
 
+@dataclass(frozen=True)
+class Run:
+    """One ``layoutfuzz run``: cases/s, distinct kernels/s (cases of distinct parameters that ran), cases, crashes
+    and hangs, and the indices that neither crashed nor hung."""
+
+    rate: float
+    kernel_rate: float
+    cases: int
+    crashes: int
+    good: set[int]
+
+
 def through_run(target: str, budget: float, jobs: int, out: Path, extra: list[str], tree: Path = ROOT,
-                timeout: str = "30s") -> tuple[float, int, int, set[int]]:
-    """cases/s of ``layoutfuzz run`` (of the source ``tree``) over ``budget`` seconds; its cases, crashes, and the
-    indices that neither crashed nor hung."""
+                timeout: str = "30s") -> Run:
+    """``layoutfuzz run`` (of the source ``tree``) for ``budget`` seconds, with empty Triton and kernel caches."""
     command = [sys.executable, "-m", "harness.cli", "run", "--targets", target, "--budget", f"{budget}s", "--jobs", str(jobs),
                "--timeout", timeout, "-q", "--out", str(out), *extra]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH", "")])),
-               TRITON_CACHE_DIR=str(out) + "-triton-cache")  # each run compiles its kernels: no run finds another's
+               TRITON_CACHE_DIR=str(out) + "-triton-cache",  # each run compiles its kernels: no run finds another's
+               LAYOUTFUZZ_CACHE=str(out) + "-cache")
     done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env=env)
     match = re.search(r"(\d+) cases in ([\d.]+) s", done.stderr)
     if done.returncode not in (0, 1) or not match:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    rows = sqlite3.connect(out / "layoutfuzz.sqlite").execute("SELECT idx, outcome FROM outcomes").fetchall()
-    good = {i for i, o in rows if o not in ("crash", "timeout")}
-    return int(match[1]) / float(match[2]), int(match[1]), len(rows) - len(good), good
+    rows = sqlite3.connect(out / "layoutfuzz.sqlite").execute("SELECT idx, outcome, case_json FROM outcomes").fetchall()
+    good = {i for i, o, _ in rows if o not in ("crash", "timeout")}
+    kernels = len({c for _, o, c in rows if o not in ("crash", "timeout", "unsupported")})  # distinct parameters: kernels
+    return Run(int(match[1]) / float(match[2]), kernels / float(match[2]), int(match[1]), len(rows) - len(good), good)
+
+
+KERNEL_TARGETS = ("triton.convert_layout", "triton.shared_memory", "triton.convert_layout_shuffle", "triton.compile")
 
 
 def in_process(target_name: str, indices: list[int], seconds: float) -> float:
     """cases/s of generating and evaluating the target's cases ``indices`` (seed 0) one by one in this process
     (with a Triton cache of its own: the runs before it compiled the same kernels)."""
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="in-process-triton-cache-")
+    os.environ["LAYOUTFUZZ_CACHE"] = tempfile.mkdtemp(prefix="in-process-cache-")
     spec = registry.resolve(target_name)
     target = registry.load(spec)
     evaluate(target, make_case(target, 0, indices[0]))  # warm: imports, caches
@@ -77,20 +98,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.targets.split(","):
             runs = (args.budget, args.jobs)
-            batched, cases, crashes, good = through_run(name, *runs, Path(tmp, name, "batched"), [], timeout=args.timeout)
-            single, _, _, good_single = through_run(name, *runs, Path(tmp, name, "single"), ["--batch", "1"], timeout=args.timeout)
+            batched = through_run(name, *runs, Path(tmp, name, "batched"), [], timeout=args.timeout)
+            single = through_run(name, *runs, Path(tmp, name, "single"), ["--batch", "1"], timeout=args.timeout)
             row = {"target": name}
             if args.baseline:
-                before, *_ = through_run(name, *runs, Path(tmp, name, "baseline"), [], Path(args.baseline), args.timeout)
-                row.update({"baseline run cases/s": round(before, 1)})
-            alone = in_process(name, sorted(good & good_single), min(args.budget, 10.0))
+                before = through_run(name, *runs, Path(tmp, name, "baseline"), [], Path(args.baseline), args.timeout)
+                row.update({"baseline run cases/s": round(before.rate, 1)})
+            alone = in_process(name, sorted(batched.good & single.good), min(args.budget, 10.0))
             row.update({
-                "in-process cases/s (1 core)": round(alone, 1), "run cases/s": round(batched, 1),
-                "run --batch 1 cases/s": round(single, 1), "run / in-process": round(batched / alone, 2),
-                "run / --batch 1": round(batched / single, 2), "crashes in run": f"{crashes} of {cases}",
+                "in-process cases/s (1 core)": round(alone, 1), "run cases/s": round(batched.rate, 1),
+                "run --batch 1 cases/s": round(single.rate, 1), "run / in-process": round(batched.rate / alone, 2),
+                "run / --batch 1": round(batched.rate / single.rate, 2), "crashes in run": f"{batched.crashes} of {batched.cases}",
             })
             if args.baseline:
-                row["run / baseline"] = round(batched / before, 2)
+                row["run / baseline"] = round(batched.rate / before.rate, 2)
+            if name in KERNEL_TARGETS:
+                row["run distinct kernels/s"] = round(batched.kernel_rate, 1)
+                if args.baseline:
+                    row["baseline distinct kernels/s"] = round(before.kernel_rate, 1)
             rows.append(row)
             print(f"{name}: done", file=sys.stderr)
     table = pd.DataFrame(rows).to_markdown(index=False)

@@ -15,11 +15,13 @@ import json
 import os
 import re
 import zlib
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 ENV = "LAYOUTFUZZ_KERNELS"
+LOADED_MODULES = 64  # CUDA modules a launcher keeps loaded
 ABI = 1  # bump when what a key covers changes (the probes' code, the arguments they take)
 
 
@@ -103,11 +105,15 @@ class CubinLauncher:
         self.device = Device()
         self.device.set_current()
         self.stream = self.device.create_stream()
-        self.loaded: dict[bytes, Any] = {}
+        self.loaded: OrderedDict[bytes, Any] = OrderedDict()  # the last LOADED_MODULES kernels, oldest first
 
     def _function(self, kernel: CompiledKernel) -> Any:
         key = hashlib.sha1(kernel.cubin).digest()
-        if key not in self.loaded:
+        if key in self.loaded:
+            self.loaded.move_to_end(key)
+        else:
+            while len(self.loaded) >= LOADED_MODULES:  # a night loads thousands: the oldest module is unloaded
+                self.loaded.popitem(last=False)
             from cuda.bindings import driver
             from cuda.core import ObjectCode
 

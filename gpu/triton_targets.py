@@ -8,11 +8,14 @@ from functools import cache
 from math import prod
 from typing import Any, ClassVar
 
+import numpy as np
+
 from generators.case import Case
 from generators.layouts import distributed_layout, split_bits
 from generators.shrink import drop_basis, joint_out_dim_halvings, replaced
 from generators.source import Source, permutation
 from generators.validity import check_layout_kind, check_shape, power_of_two
+from gpu.kernel_cache import cached_kernel, through_jit
 from gpu.prebuilt import CompiledKernel, active_folder, folder_version, from_triton, kernel_path
 from gpu.targets import GpuTarget, cuda_device_availability
 from harness.capture import stderr_text
@@ -56,9 +59,10 @@ def _launcher():
 class GluonKernelTarget(GpuTarget):
     """Base of the targets that compile a generated Gluon kernel per case and run it once.
 
-    The kernel is compiled here by this process's Triton, or, where ``$LAYOUTFUZZ_KERNELS`` names a
-    folder of prebuilt kernels (``layoutfuzz kernels``), taken from there as another Triton compiled
-    it on any machine and launched through cuda.core, with no Triton here. A compiler failure is an
+    The kernel is compiled here by this process's Triton into the kernel cache (``gpu.kernel_cache``) and
+    launched through cuda.core, or, where ``$LAYOUTFUZZ_KERNELS`` names a folder of prebuilt kernels
+    (``layoutfuzz kernels``), taken from there as another Triton compiled it on any machine, with no Triton
+    here. Targets whose kernels take tensor descriptors (not ``prebuilt``) launch through Triton's JIT. A compiler failure is an
     answer, not a harness error: ``observed`` returns ``{"rejected": why}`` and ``compare`` calls it a
     divergence. A device fault ends the worker (``on_device``)."""
 
@@ -106,23 +110,22 @@ class GluonKernelTarget(GpuTarget):
         return from_triton(compiled)
 
     def execute(self, case: Case, *buffers: Any, variant: str = "") -> None:
-        """Runs the case's kernel once on ``buffers`` (its pointer arguments): compiled by this Triton,
-        or prebuilt (``$LAYOUTFUZZ_KERNELS``); in Triton's own lowering or the lowering ``variant``."""
+        """Runs the case's kernel once on ``buffers`` (its pointer arguments), in Triton's own lowering or the
+        lowering ``variant``: prebuilt (``$LAYOUTFUZZ_KERNELS``), else from the kernel cache (compiled by this
+        Triton on a miss) where the target's kernels take only pointers, else (or with
+        ``$LAYOUTFUZZ_TRITON_JIT=1``) through Triton's JIT and launcher."""
         folder = active_folder()
-        if folder is None and not variant:
+        if folder is None and not variant and (not self.prebuilt or through_jit()):
             spec = self.kernel_spec(case)
             self.launch(spec.kernel, *buffers, **spec.constexprs, num_warps=spec.num_warps)
             return
         if folder is None:
-            kernel = self.compile(case, variant)
-            if kernel.rejected:
-                raise Rejected(kernel.rejected)
-            _launcher().launch(kernel, *buffers)
-            return
-        path = kernel_path(folder, self.name, variant_params(case.params, variant))
-        if not path.is_file():
-            raise Unsupported(f"no kernel of this case in {folder}: compile it with `layoutfuzz kernels`")
-        kernel = CompiledKernel.from_json(path.read_text())
+            kernel = cached_kernel(self, case, variant)
+        else:
+            path = kernel_path(folder, self.name, variant_params(case.params, variant))
+            if not path.is_file():
+                raise Unsupported(f"no kernel of this case in {folder}: compile it with `layoutfuzz kernels`")
+            kernel = CompiledKernel.from_json(path.read_text())
         if kernel.rejected:
             raise Rejected(kernel.rejected)
         _launcher().launch(kernel, *buffers)
@@ -184,17 +187,11 @@ def compile_for_sm90(kernel: Any, signature: Mapping[str, str], constexprs: Mapp
 def holders(layout: LinearLayout, shape: list[int]) -> list[int]:
     """For each element (row-major), the ``%tid.x`` of the thread that stores it: the copy whose
     broadcast lane and warp bits are zero (the right inverse with slack variables zero)."""
-    inverse = layout.right_inverse()
     names = [n for n, _ in layout.out_dims]
-    out = []
-    for flat in range(prod(shape)):
-        coords, rest = {}, flat
-        for name, size in reversed(list(zip(names, shape))):
-            coords[name] = rest % size
-            rest //= size
-        hw = inverse.apply(coords)
-        out.append(hw.get("lane", 0) + 32 * hw.get("warp", 0))
-    return out
+    # the right inverse with its inputs reversed: its packed input is the row-major index (last dim fastest)
+    hardware = layout.right_inverse().transpose_ins(names[::-1]).apply_all()
+    zeros = np.zeros(prod(shape), dtype=np.int64)
+    return (hardware.get("lane", zeros) + 32 * hardware.get("warp", zeros)).tolist()
 
 
 def gluon_layout(layout: LinearLayout, shape: list[int]):
@@ -376,13 +373,8 @@ class TritonSharedMemory(GluonKernelTarget):
     def expected(self, case: Case) -> Any:
         """Data intact, and raw shared offset o holding element S(o) (row-major index)."""
         p = case.params
-        shared = self.shared_layout(p)
-        s0, s1 = p["shape"]
-        placement = []
-        for offset in range(s0 * s1):
-            where = shared.apply({"offset": offset})
-            placement.append(where["dim0"] * s1 + where["dim1"])
-        return {"data_mismatches": 0, "placement": placement}
+        where = self.shared_layout(p).apply_all()  # per offset, its element's coordinates
+        return {"data_mismatches": 0, "placement": (where["dim0"] * p["shape"][1] + where["dim1"]).tolist()}
 
     def kernel_spec(self, case: Case) -> KernelSpec:
         from triton.experimental.gluon import language as ttgl

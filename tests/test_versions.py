@@ -265,7 +265,9 @@ def test_without_a_gpu_prebuilt_kernels_are_unsupported_with_the_reason(tmp_path
 
 @pytest.mark.gpu
 def test_prebuilt_kernels_give_what_the_same_kernels_give_through_triton(tmp_path, monkeypatch):
-    # the cubin path (compiled here, launched by cuda.core) against Triton's own launch of the same cases
+    monkeypatch.setenv("LAYOUTFUZZ_CACHE", str(tmp_path / "cache"))
+    # the cubin paths (the kernel cache; prebuilt kernels), launched by cuda.core, against Triton's own launch
+    from gpu.kernel_cache import JIT
     from gpu.prebuilt import ENV, kernel_path
     from gpu.targets import cuda_device_availability
     from gpu.triton_targets import TritonConvertLayout, TritonSharedMemory
@@ -279,7 +281,10 @@ def test_prebuilt_kernels_give_what_the_same_kernels_give_through_triton(tmp_pat
     for target in (TritonConvertLayout(), TritonSharedMemory()):
         for index in range(6):
             case = make_case(target, 9, index)
+            monkeypatch.setenv(JIT, "1")
             through_triton = target.observed(case)
+            monkeypatch.delenv(JIT)
+            assert target.observed(case) == through_triton, case.params  # the kernel cache, launched by cuda.core
             path = kernel_path(folder, target.name, case.params)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(target.compile(case).to_json())

@@ -1,0 +1,97 @@
+"""The kernel cache of the Triton GPU targets: each case's Gluon kernel compiled once, straight through
+``triton.compile`` (no JIT, no launcher stub), and filed by content hash, so that a campaign's workers compile
+side by side on every CPU core, launch through cuda.core in microseconds, and never compile one kernel twice.
+Cases whose parameters are the same share one kernel with different data (each case's data follows its index).
+
+The cache is a folder of prebuilt kernels (``gpu.prebuilt``) that fills itself: ``$LAYOUTFUZZ_CACHE/kernels/
+triton-VERSION/BUILD``, where BUILD hashes the Triton build and the probes' source, so a rebuilt Triton or an
+edited probe never finds a stale kernel."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from generators.case import Case
+from gpu.prebuilt import CompiledKernel, kernel_path
+from reports.store import write_atomically
+
+if TYPE_CHECKING:
+    from gpu.triton_targets import GluonKernelTarget
+
+MAX_BYTES = 1 << 30  # the kernel cache is pruned to its most recently used GiB
+PRUNE_EVERY = 500  # kernels a worker files between prunings
+_written = 0  # kernels this process filed
+JIT = "LAYOUTFUZZ_TRITON_JIT"  # set to 1: launch through Triton's JIT instead (the reference the cache is tested against)
+
+
+@cache
+def _build() -> str:
+    """This Triton build and these probes, hashed."""
+    from triton.runtime.cache import triton_key
+
+    from gpu import gluon_probes
+
+    return hashlib.sha256(triton_key().encode() + Path(gluon_probes.__file__).read_bytes()).hexdigest()[:16]
+
+
+def kernels_root() -> Path:
+    """Where cached kernels of every Triton build live."""
+    from harness.environments import cache_root
+
+    return cache_root() / "kernels"
+
+
+def cache_folder() -> Path:
+    """This Triton build's folder of cached kernels."""
+    import triton
+
+    return kernels_root() / f"triton-{triton.__version__}" / _build()
+
+
+def through_jit() -> bool:
+    """Whether kernels go through Triton's JIT and launcher rather than the cache and cuda.core."""
+    return os.environ.get(JIT, "") not in ("", "0")
+
+
+def cached_kernel(target: GluonKernelTarget, case: Case, variant: str = "") -> CompiledKernel:
+    """Case ``case``'s kernel in lowering ``variant``: from the cache folder, else compiled by this process's
+    Triton and filed (a compiler's refusal is filed too: it is the answer)."""
+    global _written
+    from gpu.triton_targets import variant_params
+
+    path = kernel_path(cache_folder(), target.name, variant_params(case.params, variant))
+    try:
+        kernel = CompiledKernel.from_json(path.read_text())
+        os.utime(path)  # used now: the last to go when the cache is pruned
+        return kernel
+    except (OSError, ValueError, TypeError, KeyError):  # absent, or not a kernel file (a damaged disk): compile
+        kernel = target.compile(case, variant)
+        write_atomically(path, kernel.to_json())
+        _written += 1
+        if _written % PRUNE_EVERY == 0:
+            prune(kernels_root(), MAX_BYTES)
+        return kernel
+
+
+def prune(folder: Path, max_bytes: int) -> int:
+    """Deletes the least recently used kernel files under ``folder`` until the rest fit in ``max_bytes``;
+    returns how many went. Safe beside other workers: a kernel deleted under one is compiled again."""
+    files = []
+    for path in folder.rglob("*.json"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        files.append((stat.st_mtime, stat.st_size, path))
+    files.sort(reverse=True)
+    kept, removed = 0, 0
+    for _, size, path in files:
+        kept += size
+        if kept > max_bytes:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

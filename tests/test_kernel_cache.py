@@ -1,0 +1,76 @@
+"""The Triton GPU targets' kernel cache: compiled once on a miss, filed by content hash, read back after."""
+
+from __future__ import annotations
+
+import pytest
+
+from generators.case import Case
+from harness.runner import make_case
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    pytest.importorskip("triton.experimental.gluon")
+    monkeypatch.setenv("LAYOUTFUZZ_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def test_a_kernel_is_compiled_on_a_miss_filed_and_then_read_without_compiling(cache, monkeypatch):
+    import triton
+
+    from gpu.kernel_cache import cache_folder, cached_kernel
+    from gpu.prebuilt import kernel_path
+    from gpu.triton_targets import TritonConvertLayout
+
+    target = TritonConvertLayout()
+    case = make_case(target, 5, 0)
+    folder = cache_folder()
+    assert folder.is_relative_to(cache / "kernels" / f"triton-{triton.__version__}")
+    kernel = cached_kernel(target, case)
+    assert kernel.cubin[:4] == b"\x7fELF" and kernel.num_warps == case.params["num_warps"]
+    assert kernel_path(folder, target.name, case.params).is_file()
+
+    def no_compile(*_):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(TritonConvertLayout, "compile", no_compile)
+    assert cached_kernel(target, case) == kernel
+    # another case with the same parameters (other data: its index) runs the same kernel
+    assert cached_kernel(target, Case(target.name, 6, 17, case.params)) == kernel
+    with pytest.raises(AssertionError, match="compiled again"):
+        cached_kernel(target, make_case(target, 5, 1))
+
+
+def test_a_refused_compile_is_filed_as_the_answer_and_a_damaged_file_is_compiled_again(cache, monkeypatch):
+    from gpu.kernel_cache import cache_folder, cached_kernel
+    from gpu.prebuilt import kernel_path
+    from gpu.triton_targets import TritonConvertLayout
+
+    target = TritonConvertLayout()
+    case = make_case(target, 5, 2)
+    bad = Case(target.name, 5, 2, dict(case.params, num_warps=case.params["num_warps"] * 2))  # layouts over fewer warps
+    refused = cached_kernel(target, bad)
+    assert refused.rejected and not refused.cubin
+    assert cached_kernel(target, bad) == refused
+    path = kernel_path(cache_folder(), target.name, case.params)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{not json")
+    assert cached_kernel(target, case).cubin[:4] == b"\x7fELF"
+    assert path.read_text().startswith("{\"cubin\"")
+
+
+def test_pruning_keeps_the_most_recently_used_kernels_within_the_limit(tmp_path):
+    import os
+
+    from gpu.kernel_cache import prune
+
+    for age in range(10):  # kernel-9 is the oldest
+        path = tmp_path / f"triton-x/b{age % 2}/t/kernel-{age}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * 100)
+        os.utime(path, (1_000_000 - age, 1_000_000 - age))
+    (tmp_path / "notes.txt").write_text("not a kernel")
+    assert prune(tmp_path, 450) == 6
+    assert sorted(p.name for p in tmp_path.rglob("*.json")) == [f"kernel-{age}.json" for age in range(4)]
+    assert (tmp_path / "notes.txt").exists()
+    assert prune(tmp_path, 10_000) == 0
