@@ -145,18 +145,21 @@ def cmd_history(args: argparse.Namespace) -> int:
 # ---- html ----------------------------------------------------------------------------------------
 
 
-def write_html(directory: Path, root_causes: pd.DataFrame | None = None) -> Path:
-    """``DIR/report.html``: the pass-rate table, then each root cause with its status, attribution and
-    a picture of its reduced case, in one offline page."""
+def write_html(directory: Path, root_causes: pd.DataFrame | None = None, table: pd.DataFrame | None = None) -> Path:
+    """``DIR/report.html``: the pass-rate table (``table`` where the campaign has just computed it: counting is a
+    scan of every row), then each root cause with its status, attribution and a picture of its reduced case, in
+    one offline page."""
     from reports.pictures import html_report
 
     store = open_store(directory)
-    problems, counts, metrics = store.frame(PROBLEMS), store.counts(), store.metric_rows()
+    problems = store.frame(PROBLEMS)
+    if table is None:
+        table = pass_rate_table(store.counts(), store.metric_rows())
     store.close()
     if root_causes is None:
         root_causes = campaign_root_causes(Path(directory), DEFAULT_LEDGER)
     reports = dict(zip(*[bucket_table(problems)[c] for c in ("bucket", "report")]))
-    page = html_report(Path(directory), render(pass_rate_table(counts, metrics), "html"), root_causes, reports, f"layoutfuzz {directory}")
+    page = html_report(Path(directory), render(table, "html"), root_causes, reports, f"layoutfuzz {directory}")
     path = Path(directory) / "report.html"
     write_atomically(path, page)
     return path

@@ -61,7 +61,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     write_atomically(out / "junit.xml", junit_xml(campaign.table, campaign.buckets, known, f"layoutfuzz nightly {night}"))
     record_night(Path(args.root), out.name, campaign.table)
     try:
-        print(f"html: {write_html(out, table)}", file=sys.stderr)
+        print(f"html: {write_html(out, table, campaign.table)}", file=sys.stderr)
     except ImportError:
         print("html: skipped (pictures need matplotlib: pip install 'layoutfuzz[report]')", file=sys.stderr)
     print(campaign.summary(), file=sys.stderr)

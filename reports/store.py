@@ -19,6 +19,7 @@ import pandas as pd
 
 from generators.case import Case, parse_case_id
 from harness.runner import Result
+from harness.target import Outcome
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -39,6 +40,12 @@ CREATE TABLE IF NOT EXISTS outcomes (
     recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
     PRIMARY KEY (target, seed, idx)
 );
+"""
+# partial indexes: only a campaign's few non-passes and per-case metrics, so that reading them back after a night of
+# millions of passes is not a scan of the whole store (and storing a pass costs no index entry)
+INDEXES = """
+CREATE INDEX IF NOT EXISTS outcomes_problems ON outcomes (outcome) WHERE outcome != 'pass';
+CREATE INDEX IF NOT EXISTS outcomes_metrics ON outcomes (target) WHERE metrics IS NOT NULL;
 """
 
 DB_NAME = "layoutfuzz.sqlite"
@@ -182,6 +189,7 @@ class Store:
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(outcomes)")}
             if "metrics" not in columns:  # stores written before metrics existed
                 self.db.execute("ALTER TABLE outcomes ADD COLUMN metrics TEXT")
+            self.db.executescript(INDEXES)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path} is not a usable layoutfuzz campaign: {exc}") from None
 
@@ -230,7 +238,9 @@ class Store:
     def frame(self, outcomes: Sequence[str] | None = None) -> pd.DataFrame:
         """Every outcome as a DataFrame (only those of ``outcomes`` if given: a night's millions of passes are not
         read back to find its few findings)."""
-        where = f" WHERE outcome IN ({','.join('?' * len(outcomes))})" if outcomes is not None else ""
+        where = ""
+        if outcomes is not None:  # without passes: the condition of the partial index outcomes_problems, word for word
+            where = f" WHERE {'' if 'pass' in outcomes else 'outcome != ' + repr('pass') + ' AND '}outcome IN ({','.join('?' * len(outcomes))})"
         return pd.read_sql_query(
             "SELECT target, seed, idx, family, outcome, detail, signature, bucket, mismatch_count, duration_s, report, metrics"
             f" FROM outcomes{where} ORDER BY target, seed, idx",
@@ -247,23 +257,26 @@ class Store:
         """Target, family and metrics of the rows that have per-case metrics."""
         return pd.read_sql_query("SELECT target, family, metrics FROM outcomes WHERE metrics IS NOT NULL", self.db)
 
-    def find(self, case_id: str) -> tuple[Case, str | None] | None:
-        """The case stored under ``TARGET/SEED/INDEX`` and its report path, if any."""
+    def find(self, case_id: str) -> tuple[Case | None, str | None] | None:
+        """The case stored under ``TARGET/SEED/INDEX`` (None where only its outcome is kept: a plain pass, whose
+        case its target regenerates) and its report path, if any."""
         key = parse_case_id(case_id)
         if key is None:
             return None
         row = self.db.execute("SELECT case_json, report FROM outcomes WHERE target=? AND seed=? AND idx=?", key).fetchone()
         if row is None:
             return None
-        return Case.from_dict(json.loads(row[0])), (str(self.directory / row[1]) if row[1] else None)
+        return (Case.from_dict(json.loads(row[0])) if row[0] else None), (str(self.directory / row[1]) if row[1] else None)
 
 
 def outcome_row(result: Result, bucket: str, signature: str | None, report: str | None) -> tuple:
-    """A result as a row of ``outcomes`` (``insert_rows``'s order); ``report``: its report's path in the store."""
+    """A result as a row of ``outcomes`` (``insert_rows``'s order); ``report``: its report's path in the store.
+    A pass keeps no parameters (its ``case_json`` is empty; its target regenerates the case from seed and index):
+    they were half of a night's 46 million rows."""
     case = result.case
     return (case.target, case.seed, case.index, result.family, result.outcome.value, result.detail,
             result.signature if signature is None else signature, bucket, result.mismatch_count, result.duration_s,
-            case.to_json(), report, json.dumps(result.metrics, sort_keys=True) if result.metrics else None)
+            "" if result.outcome is Outcome.PASS else case.to_json(), report, json.dumps(result.metrics, sort_keys=True) if result.metrics else None)
 
 
 def insert_rows(db: sqlite3.Connection, rows: Sequence[tuple]) -> None:

@@ -51,7 +51,9 @@ def test_run_then_reproduce_every_report(tmp_path):
     assert "1 mismatch(es)" in diverged.stdout and "value: expected" in diverged.stdout
     hang = layoutfuzz("reproduce", "out/reports/test.crashy-0-3.json", "--timeout", "1", cwd=tmp_path)
     assert hang.returncode == 1 and "outcome: timeout" in hang.stdout
-    passing = layoutfuzz("reproduce", "test.crashy/0/0", "--out", "out", cwd=tmp_path)
+    kept = dict(sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite").execute("SELECT idx, case_json FROM outcomes"))
+    assert kept[0] == "" and json.loads(kept[4])["index"] == 4  # a pass keeps no parameters, a finding does
+    passing = layoutfuzz("reproduce", "test.crashy/0/0", "--out", "out", cwd=tmp_path)  # regenerated from its seed
     assert passing.returncode == 0 and "outcome: pass" in passing.stdout
     table = layoutfuzz("table", "--out", "out", "--format", "csv", cwd=tmp_path)
     assert table.returncode == 0

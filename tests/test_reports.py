@@ -160,3 +160,27 @@ def test_the_table_counted_in_sqlite_is_the_table_of_every_row(tmp_path):
     pd.testing.assert_frame_equal(by_row, counted)
     assert "mean ptx loads" in counted and counted["cases"].sum() == 2 * 60
     assert list(store.frame(["crash"])["outcome"].unique()) == ["crash"]
+
+
+def test_findings_and_metrics_are_read_through_partial_indexes_not_a_scan_of_every_pass(tmp_path):
+    import sqlite3
+
+    from harness.campaign import PROBLEMS
+    from reports.store import Store
+
+    db = sqlite3.connect(tmp_path / "layoutfuzz.sqlite")  # a store written before the indexes existed
+    db.executescript("CREATE TABLE campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                     "CREATE TABLE outcomes (target TEXT NOT NULL, seed INTEGER NOT NULL, idx INTEGER NOT NULL,"
+                     " family TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL, signature TEXT NOT NULL,"
+                     " bucket TEXT NOT NULL, mismatch_count INTEGER NOT NULL, duration_s REAL NOT NULL,"
+                     " case_json TEXT NOT NULL, report TEXT, recorded_at TEXT NOT NULL DEFAULT '', PRIMARY KEY (target, seed, idx));")
+    db.close()
+    store = Store(tmp_path, create=False)
+    store.record_many([(Result(Case("t", 0, i, {}), "f", Outcome.DIVERGE if i % 10 == 3 else Outcome.PASS,
+                               metrics={"m": 1.0} if i == 5 else {}), "b", None, None) for i in range(100)])
+    traced: list[str] = []
+    store.db.set_trace_callback(traced.append)
+    problems, metrics = store.frame(PROBLEMS), store.metric_rows()
+    assert sorted(problems["idx"]) == [3, 13, 23, 33, 43, 53, 63, 73, 83, 93] and list(metrics["target"]) == ["t"]
+    plans = [" ".join(str(step[3]) for step in store.db.execute("EXPLAIN QUERY PLAN " + sql)) for sql in traced]
+    assert any("outcomes_problems" in plan for plan in plans) and any("outcomes_metrics" in plan for plan in plans), plans
