@@ -70,7 +70,7 @@ def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] 
             store.close()
         if found:
             case, report_path = found
-            case = case or make_case(load_target(spec), seed, index)  # a pass kept without its parameters
+            case = case or make_case(load_target(spec), seed, index)  # a pass (or unsupported case) kept without its parameters
             report_file = Path(report_path) if report_path and Path(report_path).exists() else None
             report = json.loads(report_file.read_text()) if report_file else None
             return case, spec, report, report_file, None, Path(args.out)

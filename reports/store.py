@@ -271,12 +271,12 @@ class Store:
 
 def outcome_row(result: Result, bucket: str, signature: str | None, report: str | None) -> tuple:
     """A result as a row of ``outcomes`` (``insert_rows``'s order); ``report``: its report's path in the store.
-    A pass keeps no parameters (its ``case_json`` is empty; its target regenerates the case from seed and index):
-    they were half of a night's 46 million rows."""
+    A pass or an unsupported case keeps no parameters (its ``case_json`` is empty; its target regenerates the case
+    from seed and index): they were half of a night's 46 million rows."""
     case = result.case
     return (case.target, case.seed, case.index, result.family, result.outcome.value, result.detail,
             result.signature if signature is None else signature, bucket, result.mismatch_count, result.duration_s,
-            "" if result.outcome is Outcome.PASS else case.to_json(), report, json.dumps(result.metrics, sort_keys=True) if result.metrics else None)
+            "" if result.outcome in (Outcome.PASS, Outcome.UNSUPPORTED) else case.to_json(), report, json.dumps(result.metrics, sort_keys=True) if result.metrics else None)
 
 
 def insert_rows(db: sqlite3.Connection, rows: Sequence[tuple]) -> None:

@@ -140,6 +140,8 @@ def test_unsupported_cases_get_a_few_reports_per_reason_and_every_row(tmp_path):
     reported = set(rows[rows["report"].notna() & (rows["outcome"] == "unsupported")]["idx"])
     assert reported == {0, 1, 2, 3, 4, 5}  # the first three of each reason
     assert len(list((tmp_path / "reports").iterdir())) == 2 * UNSUPPORTED_REPORTS + 6
+    kept = dict(target.db.execute("SELECT outcome, max(case_json) FROM outcomes GROUP BY outcome"))
+    assert kept["unsupported"] == "" and '"index":105' in kept["diverge"]  # only findings keep their parameters
 
 
 def test_the_table_counted_in_sqlite_is_the_table_of_every_row(tmp_path):
