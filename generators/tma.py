@@ -45,8 +45,9 @@ def device_box(source: Source) -> TiledBox:
     dims, strides = [inner], [1]
     budget = MAX_BOX_BYTES // max(inner * element_bytes, mode.spec.span)  # rows are padded to the span
     for _ in range(rank - 1):
-        stride = source.choice((1, 1, 2, 3, 4, 8))
-        loaded = source.integer(1, max(1, min(256 // stride, budget, 16)))
+        stride = source.choice((1, 1, 1, 2, 3, 4, 5, 6, 7, 8))  # cuTensorMapEncodeTiled: elementStrides 1-8
+        reach = source.choice((16, 16, 16, 256))  # mostly short dims; now and then up to the 256 a box dim allows
+        loaded = source.integer(1, max(1, min(256 // stride, budget, reach)))
         budget //= loaded
         dims.append(min(256, loaded * stride - source.integer(0, stride - 1)))
         strides.append(stride)

@@ -15,6 +15,7 @@ import numpy as np
 from generators.case import Case
 from generators.shrink import replaced
 from generators.source import Source
+from generators.space import Space
 from generators.tma import MAX_DST_OFFSET, device_box
 from harness.compare import Comparison
 from harness.target import Attribution, Availability, Target, Unsupported
@@ -139,8 +140,8 @@ class TmaSwizzle(GpuTarget):
             raise ValueError("a CUDA swizzle mode, 1-8-byte elements, rank 2-5")
         if inner * e % 16 or not 16 <= inner * e <= min(span, 256 * e) or box.element_strides[0] != 1:
             raise ValueError("the inner row is whole 16-byte units within the swizzle span, with element stride 1")
-        if any(not 1 <= d <= 256 for d in box.box_dims[1:]) or any(t not in (1, 2, 3, 4, 8) for t in box.element_strides[1:]):
-            raise ValueError("outer dims 1-256, element strides 1, 2, 3, 4 or 8")
+        if any(not 1 <= d <= 256 for d in box.box_dims[1:]) or any(not 1 <= t <= 8 for t in box.element_strides[1:]):
+            raise ValueError("outer dims 1-256, element strides 1-8")
         if box.dst % 128 or not 0 <= box.dst < MAX_DST_OFFSET:
             raise ValueError(f"dst is a multiple of 128 below {MAX_DST_OFFSET}")
         if box.dst + box.footprint_bytes > WINDOW:
@@ -164,6 +165,11 @@ class TmaSwizzle(GpuTarget):
 
     def family(self, case: Case) -> str:
         return f"{case.params.get('swizzle', '?')}:{case.params.get('element_bytes', '?')}B"
+
+    def parameter_space(self) -> Space:
+        from gpu.spaces import tma_space
+
+        return tma_space()
 
     def expected(self, case: Case) -> Any:
         from gpu.tma import expected_window
@@ -292,6 +298,11 @@ class WgmmaDescriptor(GpuTarget):
     def family(self, case: Case) -> str:
         p = case.params
         return f"{p.get('operand', '?')}/{p.get('major', '?')}/{p.get('swizzle', '?')}"
+
+    def parameter_space(self) -> Space:
+        from gpu.spaces import wgmma_space
+
+        return wgmma_space()
 
     def expected(self, case: Case) -> Any:
         from gpu.wgmma import probe_layout

@@ -1,6 +1,6 @@
 """The ``layoutfuzz`` command line: the parser, and the commands on whole campaigns (run, table,
 targets, history, html, selftest). Triage commands live in ``cli_triage``, case commands in
-``cli_cases``."""
+``cli_cases``, version commands in ``cli_versions``, the coverage report in ``cli_coverage``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from harness.campaign import (
     run_campaign,
 )
 from harness.cli_cases import cmd_reduce, cmd_reproduce
+from harness.cli_coverage import add_coverage_parser
 from harness.cli_triage import add_known_parser, campaign_root_causes, cmd_buckets, cmd_diff, cmd_nightly, diff_summary
 from harness.cli_versions import add_version_parsers
 from harness.runner import Shard
@@ -408,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_known_parser(sub)
     add_version_parsers(sub, parse_positive_duration, positive_int, job_count, seed_int)
+    add_coverage_parser(sub, bounded_int(1, 10_000_000), seed_int)
 
     table = sub.add_parser("table", help="print the pass-rate table of a campaign")
     table.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT})")

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from generators.case import Case
 from generators.source import Source
+from generators.space import Space
 from harness.compare import Comparison, compare_values
 
 
@@ -91,6 +92,10 @@ class Target:
     def family(self, case: Case) -> str:
         """The group this case is counted in by the pass-rate tables."""
         return "all"
+
+    def parameter_space(self) -> Space | None:
+        """Every parameter ``generate`` draws, with its legal range (``layoutfuzz coverage``); None: not declared."""
+        return None
 
     def expected(self, case: Case) -> Any:
         """The oracle's answer."""

@@ -25,6 +25,10 @@ from oracles.linear_layout import LayoutError, LinearLayout, log2_exact
 
 ELEMENT_BITS = (4, 8, 16, 32, 64)
 ADDRESS_BITS = 18  # matrix-descriptor-encode keeps x & 0x3FFFF
+# PTX ISA 9.7.15.5 (wgmma.mma_async): the operand types and, per type, the N of its .m64nNkK shapes
+WGMMA_TYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8", "b1")
+WGMMA_N = {t: tuple(range(8, 257, 8)) for t in WGMMA_TYPES} | {
+    t: (8, 16, 24, *range(32, 257, 16)) for t in ("s8", "u8", "b1")}  # integer and single-bit shapes: n8-n24, then every 16
 
 
 class Major(enum.StrEnum):

@@ -1,0 +1,96 @@
+"""The parameter spaces of the raw GPU targets (``tma.swizzle``, ``wgmma.descriptor``), for ``layoutfuzz coverage``:
+every parameter with its legal range from the PTX text or the driver's API, read off a case as the probe runs it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from generators.space import Parameter, Space, bin_of, bins
+from gpu.wgmma import probe_base_offset, probe_descriptor
+from oracles.tma import SwizzleMode as TmaMode
+from oracles.wgmma import WGMMA_N, WGMMA_TYPES, Major, SwizzleMode
+
+# ---- the raw GPU targets ----------------------------------------------------------------------
+
+FIELD_BINS = bins(0, (1 << 14) - 1, 16)  # a 14-bit descriptor field (16-byte units), in 16 ranges
+
+
+def wgmma_space() -> Space:
+    """``wgmma.descriptor``: one operand of a wgmma.mma_async read through its matrix descriptor."""
+    def field_of(name: str) -> Callable[[Mapping[str, Any]], str]:
+        def draw(p: Mapping[str, Any]) -> str:
+            return bin_of(getattr(probe_descriptor(p), name), FIELD_BINS)
+        return draw
+
+    def ignored_lbo(p: Mapping[str, Any]) -> str | None:
+        field = p.get("lbo_field")
+        return None if field is None else str(field) if field in (0, 1, 16) else "other"
+
+    ptx = "PTX ISA 9.7.15.5.1.2 (seed 003): matrix descriptor"
+
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        if "major" in pair and "dtype" in pair:  # PTX: only .f16/.bf16 operands may be transposed (MN-major)
+            return pair["major"] == Major.MN.value and pair["dtype"] not in ("f16", "bf16")
+        if "n" in pair and "operand" in pair:  # the probe reads A through D = A x I: N is B's
+            return pair["operand"] == "A"
+        if "n" in pair and "dtype" in pair:
+            return pair["n"] not in WGMMA_N[pair["dtype"]]
+        if "lbo where ignored" in pair and ("major" in pair or "swizzle" in pair):  # only K-major swizzled ignores LBO
+            return pair.get("major") == Major.MN.value or pair.get("swizzle") == SwizzleMode.NONE.name
+        return False
+
+    return Space((
+        Parameter("dtype", WGMMA_TYPES, "PTX ISA 9.7.15.5 wgmma.mma_async: .atype/.btype", lambda p: p["dtype"],
+                  {"b1": "the probe has no single-bit path: its accumulator of AND-popc is not a copy of the operand"}),
+        Parameter("operand", ("A", "B"), "PTX ISA 9.7.15.5: a-desc, b-desc", lambda p: p["operand"]),
+        Parameter("major", tuple(m.value for m in Major), f"{ptx}, Table 38", lambda p: p["major"]),
+        Parameter("swizzle", tuple(m.name for m in SwizzleMode), f"{ptx}: bits 63-62", lambda p: p["swizzle"]),
+        Parameter("n", tuple(sorted(set().union(*WGMMA_N.values()))), "PTX ISA 9.7.15.5: .m64nNkK shapes per type",
+                  lambda p: p["n"] if p["operand"] == "B" else None),
+        Parameter("start address field", FIELD_BINS, f"{ptx}: bits 13-0", field_of("start_address")),
+        Parameter("LBO field", FIELD_BINS, f"{ptx}: bits 29-16", field_of("leading_byte_offset")),
+        Parameter("SBO field", FIELD_BINS, f"{ptx}: bits 45-32", field_of("stride_byte_offset")),
+        Parameter("base offset field", tuple(range(8)), f"{ptx}: bits 51-49", probe_base_offset),
+        Parameter("lbo where ignored", ("0", "1", "16", "other"), f"{ptx}: LBO unused for swizzled K-major", ignored_lbo),
+    ), illegal)
+
+
+def tma_space() -> Space:
+    """``tma.swizzle``: one tiled box copied by the TMA unit through a tensor map (cuTensorMapEncodeTiled)."""
+    api = "CUDA driver API: cuTensorMapEncodeTiled"
+    modes = tuple(m.name for m in TmaMode if m.spec.cuda is not None)
+    inner_bins = bins(1, 128, 8)  # the inner box row in 16-byte units: 16 bytes to 256 x 8-byte elements
+
+    def inner_units(p: Mapping[str, Any]) -> str:
+        return bin_of(p["box_dims"][0] * p["element_bytes"] // 16, inner_bins)
+
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        if "inner row (16-byte units)" not in pair:
+            return False
+        low = int(pair["inner row (16-byte units)"].split("-")[0])
+        if "swizzle" in pair:  # a swizzled inner row must fit the swizzle span
+            span = TmaMode[pair["swizzle"]].spec.span
+            return bool(span) and low * 16 > span
+        if "element bytes" in pair:  # at most 256 elements a row
+            return low * 16 > 256 * pair["element bytes"]
+        return False
+
+    return Space((
+        Parameter("swizzle", modes, "PTX ISA 5.5.7 (seed 004); CUtensorMapSwizzle", lambda p: p["swizzle"]),
+        Parameter("element bytes", (1, 2, 4, 8), f"{api}: CUtensorMapDataType sizes", lambda p: p["element_bytes"]),
+        Parameter("rank", (1, 2, 3, 4, 5), f"{api}: tensorRank 1-5", lambda p: len(p["box_dims"]),
+                  {1: "the probe's window is addressed by rows: a rank-1 box is a rank-2 box of one row"}),
+        Parameter("inner row (16-byte units)", inner_bins, f"{api}: boxDim[0] x element size, 16-byte multiple", inner_units),
+        Parameter("outer box dim", bins(1, 256, 8), f"{api}: boxDim[i] <= 256", lambda p: bin_of(max(p["box_dims"][1:] or [1]), bins(1, 256, 8))),
+        Parameter("element stride", tuple(range(1, 9)), f"{api}: elementStrides[i] 1-8", lambda p: max(p["element_strides"])),
+        Parameter("base offset", tuple(range(8)), "PTX ISA 5.5.7 (seed 004): base offset of the destination", lambda p: p["dst"] // 128 % 8),
+        Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave", lambda p: p.get("interleave", "none")),
+        Parameter("out-of-bound fill", ("none", "nan"), f"{api}: CUtensorMapFloatOOBfill", lambda p: p.get("oob_fill", "none")),
+        Parameter("start coordinates", ("zero", "inside", "negative", "past the bound"), "PTX ISA: cp.async.bulk.tensor coordinates",
+                  lambda p: p.get("coordinates", "zero")),
+        Parameter("direction", ("load", "store"), "PTX ISA: cp.async.bulk.tensor (global to shared and back)",
+                  lambda p: p.get("direction", "load")),
+    ), illegal)
