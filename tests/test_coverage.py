@@ -60,8 +60,8 @@ def test_wgmma_shapes_per_type_follow_the_ptx_shape_lists():
     assert 40 not in WGMMA_N["s8"] and 48 in WGMMA_N["u8"] and len(WGMMA_N["s8"]) == 18
 
 
-@pytest.mark.parametrize("name", ["tma.swizzle", "wgmma.descriptor"])
-def test_the_gpu_generators_never_draw_outside_the_legal_ranges(name):
+@pytest.mark.parametrize("name", ["tma.swizzle", "wgmma.descriptor", "triton.linear_layout"])
+def test_the_generators_never_draw_outside_the_legal_ranges(name):
     # a property of the generators against the spec's ranges: nothing drawn is outside, no illegal pair is drawn
     from harness import registry
 
@@ -83,5 +83,5 @@ def test_coverage_command_prints_each_declared_target_and_refuses_undeclared_one
     assert "## tma.swizzle: 300 cases" in done.stdout
     row = next(line for line in done.stdout.splitlines() if line.startswith("| interleave"))
     assert "16B, 32B" in row  # the generator never draws an interleaved map
-    refused = layoutfuzz("coverage", "--targets", "triton.linear_layout", cwd=tmp_path)
+    refused = layoutfuzz("coverage", "--targets", "triton.layouts", cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr.count("\n") <= 2 and "declares none" in refused.stderr

@@ -17,6 +17,7 @@ from generators.case import Case
 from generators.layouts import LAYOUT_KINDS, arbitrary_layout, distributed_layout, sample_layout
 from generators.shrink import joint_out_dim_halvings, layout_shrinks, replaced
 from generators.source import Source
+from generators.space import Parameter, Space
 from generators.validity import check_layout_kind, power_of_two
 from harness.compare import Comparison, compare_values
 from harness.target import Availability, Target
@@ -213,6 +214,41 @@ class TritonLinearLayout(Target):
 
     def family(self, case: Case) -> str:
         return f"{case.params['op']}/{case.params['kind']}"
+
+    def parameter_space(self) -> Space:
+        """The ops over Triton's LinearLayout binding (triton._C.libtriton.linear_layout), the layout kinds of the
+        paper (Defs 4.10, 4.14: distributed, memory; invertible, injective, arbitrary), and the layouts' sizes."""
+        binding = "Triton's LinearLayout Python binding (triton._C.libtriton.linear_layout)"
+        kinds_for = {"invert": INVERTIBLE_KINDS, "pseudoinvert": SURJECTIVE_KINDS, "invert_and_compose": SURJECTIVE_KINDS}
+
+        def layout(p: Mapping[str, Any]) -> LinearLayout | None:
+            return LinearLayout.from_dict(p["layout"]) if "layout" in p else None
+
+        def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+            pair = {a: x, b: y}
+            if "op" in pair and pair["op"] == "constructors":  # a constructor takes sizes, not a layout
+                return "constructor" not in pair
+            if "constructor" in pair:  # only the op constructors has one, and it has no layout
+                return pair.get("op") != "constructors"
+            if "op" in pair and "kind" in pair:
+                return pair["kind"] not in kinds_for.get(pair["op"], LAYOUT_KINDS)
+            return False
+
+        wide = {bits: f"inputs stay within 13 bits so that apply over all inputs is quick (MAX_BITS {MAX_BITS})"
+                for bits in range(MAX_BITS + 1, 17)}
+        return Space((
+            Parameter("op", OPS, binding, lambda p: p["op"]),
+            Parameter("kind", LAYOUT_KINDS, "the paper: Defs 4.10 and 4.14, and Section 4's layout classes",
+                      lambda p: None if p["op"] == "constructors" else p["kind"].split("/")[-1]),
+            Parameter("constructor", ("identity_1d", "strided_1d", "zeros_1d"), binding,
+                      lambda p: p["kind"] if p["op"] == "constructors" else None),
+            Parameter("output bits", tuple(range(17)), "Triton's LinearLayout: output dims of power-of-two sizes",
+                      lambda p: None if layout(p) is None else layout(p).total_out_bits, wide),
+            Parameter("output dims", (1, 2, 3, 4), "Triton's tensors up to rank 4 in the layouts it builds",
+                      lambda p: None if layout(p) is None else len(layout(p).out_dims)),
+            Parameter("input dims", (1, 2, 3, 4), "register, lane, warp, block (Def 4.10) or offset (Def 4.14)",
+                      lambda p: None if layout(p) is None else len(layout(p).in_dims)),
+        ), illegal)
 
     # ---- the oracle ----------------------------------------------------------------------
 
