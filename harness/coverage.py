@@ -56,6 +56,14 @@ def _listed(values: Sequence[Any]) -> str:
     return shown + (f" ... and {len(values) - SHOWN} more" if len(values) > SHOWN else "") if values else "-"
 
 
+def _excluded(excluded: Mapping[Any, str]) -> str:
+    """Excluded values grouped by their reason: ``"11, 12 (why)"``."""
+    reasons: dict[str, list[str]] = {}
+    for value, why in excluded.items():
+        reasons.setdefault(why, []).append(str(value))
+    return "; ".join(f"{', '.join(values)} ({why})" for why, values in reasons.items()) or "-"
+
+
 def value_table(space: Space, coverage: Coverage) -> pd.DataFrame:
     """Per parameter: legal values, how many were drawn, which never were, which are excluded and why."""
     rows = []
@@ -66,7 +74,7 @@ def value_table(space: Space, coverage: Coverage) -> pd.DataFrame:
         rows.append({
             "parameter": p.name, "legal values": len(p.values), "drawn": sum(1 for v in p.values if counts[v]),
             "wanted": len(p.wanted), "coverage %": round(100 * (len(p.wanted) - len(never)) / max(len(p.wanted), 1), 1),
-            "never drawn": _listed(never), "excluded (why)": _listed([f"{v} ({why})" for v, why in p.excluded.items()]),
+            "never drawn": _listed(never), "excluded (why)": _excluded(p.excluded),
             "drawn outside the legal range": _listed(outside), "legal range from": p.source,
         })
     return pd.DataFrame(rows)
