@@ -11,13 +11,14 @@ from gpu.wgmma import probe_base_offset, probe_descriptor
 from oracles.tma import SwizzleMode as TmaMode
 from oracles.wgmma import WGMMA_N, WGMMA_TYPES, Major, SwizzleMode
 
-# ---- the raw GPU targets ----------------------------------------------------------------------
-
 FIELD_BINS = bins(0, (1 << 14) - 1, 16)  # a 14-bit descriptor field (16-byte units), in 16 ranges
+BOX_DIM_BINS = bins(1, 256, 8)  # a TMA box dim: 1-256
+INNER_BINS = bins(1, 128, 8)  # the inner box row in 16-byte units: 16 bytes to 256 x 8-byte elements
 
 
 def wgmma_space() -> Space:
     """``wgmma.descriptor``: one operand of a wgmma.mma_async read through its matrix descriptor."""
+
     def field_of(name: str) -> Callable[[Mapping[str, Any]], str]:
         def draw(p: Mapping[str, Any]) -> str:
             return bin_of(getattr(probe_descriptor(p), name), FIELD_BINS)
@@ -61,10 +62,9 @@ def tma_space() -> Space:
     """``tma.swizzle``: one tiled box copied by the TMA unit through a tensor map (cuTensorMapEncodeTiled)."""
     api = "CUDA driver API: cuTensorMapEncodeTiled"
     modes = tuple(m.name for m in TmaMode if m.spec.cuda is not None)
-    inner_bins = bins(1, 128, 8)  # the inner box row in 16-byte units: 16 bytes to 256 x 8-byte elements
 
     def inner_units(p: Mapping[str, Any]) -> str:
-        return bin_of(p["box_dims"][0] * p["element_bytes"] // 16, inner_bins)
+        return bin_of(p["box_dims"][0] * p["element_bytes"] // 16, INNER_BINS)
 
     def illegal(a: str, x: Any, b: str, y: Any) -> bool:
         pair = {a: x, b: y}
@@ -83,8 +83,8 @@ def tma_space() -> Space:
         Parameter("element bytes", (1, 2, 4, 8), f"{api}: CUtensorMapDataType sizes", lambda p: p["element_bytes"]),
         Parameter("rank", (1, 2, 3, 4, 5), f"{api}: tensorRank 1-5", lambda p: len(p["box_dims"]),
                   {1: "the probe's window is addressed by rows: a rank-1 box is a rank-2 box of one row"}),
-        Parameter("inner row (16-byte units)", inner_bins, f"{api}: boxDim[0] x element size, 16-byte multiple", inner_units),
-        Parameter("outer box dim", bins(1, 256, 8), f"{api}: boxDim[i] <= 256", lambda p: bin_of(max(p["box_dims"][1:] or [1]), bins(1, 256, 8))),
+        Parameter("inner row (16-byte units)", INNER_BINS, f"{api}: boxDim[0] x element size, 16-byte multiple", inner_units),
+        Parameter("outer box dim", BOX_DIM_BINS, f"{api}: boxDim[i] <= 256", lambda p: bin_of(max(p["box_dims"][1:] or [1]), BOX_DIM_BINS)),
         Parameter("element stride", tuple(range(1, 9)), f"{api}: elementStrides[i] 1-8", lambda p: max(p["element_strides"])),
         Parameter("base offset", tuple(range(8)), "PTX ISA 5.5.7 (seed 004): base offset of the destination", lambda p: p["dst"] // 128 % 8),
         Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave", lambda p: p.get("interleave", "none")),
