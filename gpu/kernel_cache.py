@@ -9,6 +9,7 @@ edited probe never finds a stale kernel."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from functools import cache
@@ -66,15 +67,17 @@ def cached_kernel(target: GluonKernelTarget, case: Case, variant: str = "") -> C
     path = kernel_path(cache_folder(), target.name, variant_params(case.params, variant))
     try:
         kernel = CompiledKernel.from_json(path.read_text())
-        os.utime(path)  # used now: the last to go when the cache is pruned
-        return kernel
     except (OSError, ValueError, TypeError, KeyError):  # absent, or not a kernel file (a damaged disk): compile
         kernel = target.compile(case, variant)
-        write_atomically(path, kernel.to_json())
+        with contextlib.suppress(OSError):  # a cache that cannot be written (read-only, full) only costs compiles
+            write_atomically(path, kernel.to_json())
         _written += 1
         if _written % PRUNE_EVERY == 0:
             prune(kernels_root(), MAX_BYTES)
         return kernel
+    with contextlib.suppress(OSError):  # used now: the last to go when the cache is pruned (unless it is read-only)
+        os.utime(path)
+    return kernel
 
 
 def prune(folder: Path, max_bytes: int) -> int:

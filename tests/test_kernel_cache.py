@@ -74,3 +74,17 @@ def test_pruning_keeps_the_most_recently_used_kernels_within_the_limit(tmp_path)
     assert sorted(p.name for p in tmp_path.rglob("*.json")) == [f"kernel-{age}.json" for age in range(4)]
     assert (tmp_path / "notes.txt").exists()
     assert prune(tmp_path, 10_000) == 0
+
+
+def test_a_cache_that_cannot_be_written_still_gives_the_kernel(cache, monkeypatch):
+    import errno
+
+    from gpu import kernel_cache
+    from gpu.triton_targets import TritonConvertLayout
+
+    def full(*_):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(kernel_cache, "write_atomically", full)  # a full disk (or a read-only cache)
+    target = TritonConvertLayout()
+    assert kernel_cache.cached_kernel(target, make_case(target, 5, 3)).cubin[:4] == b"\x7fELF"
