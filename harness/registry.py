@@ -22,6 +22,7 @@ BUILTIN: dict[str, str] = {
     "triton.shared_memory": "gpu.triton_targets:TritonSharedMemory",
     "triton.tma": "gpu.triton_tma:TritonTma",
     "triton.wgmma": "gpu.triton_wgmma:TritonWgmma",
+    "pycute.layouts": "harness.targets.pycute_layouts:PycuteLayouts",
 }
 
 

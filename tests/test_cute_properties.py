@@ -1,0 +1,70 @@
+"""CuTe's algebra judged by its defining properties (oracles.cute_properties) and the pycute.layouts target."""
+
+from __future__ import annotations
+
+import pytest
+
+from oracles import cute_properties as props
+from oracles.cute import Layout
+
+
+def L(shape, stride) -> Layout:  # noqa: N802 (CuTe's notation)
+    return Layout(shape, stride)
+
+
+def test_worked_examples_of_the_layout_algebra_documentation():
+    # CuTe's layout-algebra documentation: 20:2 o (5,4):(4,1) = (5,4):(8,2); complement(4:2, 24) = (2,3):(1,8)
+    assert props.composition(L(20, 2), L((5, 4), (4, 1)), L((5, 4), (8, 2))) == []
+    assert props.complement(L(4, 2), 24, L((2, 3), (1, 8))) == []
+    assert props.coalesce(L((2, (1, 4)), (1, (6, 2))), L(8, 1)) == []
+    assert props.right_inverse(L((4, 2), (2, 1)), L((2, 4), (4, 1))) == []
+    assert props.left_inverse(L((4, 2), (2, 1)), L((2, 4), (4, 1))) == []
+
+
+@pytest.mark.parametrize("check, wrong, broken", [
+    (lambda r: props.composition(L(20, 2), L((5, 4), (4, 1)), r), L((5, 4), (2, 8)), "R(i) != A(B(i))"),
+    (lambda r: props.composition(L(20, 2), L((5, 4), (4, 1)), r), L(10, 2), "size(R) != size(B)"),
+    (lambda r: props.coalesce(L((2, 4), (1, 2)), r), L((4, 2), (2, 1)), "R(i) != A(i)"),
+    (lambda r: props.coalesce(L((2, 4), (1, 2)), r), L(((2, 4),), ((1, 2),)), "depth(R) > 1"),
+    (lambda r: props.complement(L(4, 2), 24, r), L((2, 3), (2, 8)), "R not disjoint from A"),
+    (lambda r: props.complement(L(4, 2), 24, r), L((3, 2), (8, 1)), "R not ordered"),
+    (lambda r: props.complement(L(4, 2), 24, r), L(2, 1), "(A, R) short of M"),
+    (lambda r: props.left_inverse(L((4, 2), (2, 1)), r), L(8, 1), "R(A(i)) != i"),
+    (lambda r: props.right_inverse(L((4, 2), (2, 1)), r), L(8, 1), "A(R(i)) != i"),
+    (lambda r: props.right_inverse(L((4, 2), (2, 1)), r), L(1, 0), "R not the whole inverse of a bijective A"),
+    (lambda r: props.logical_divide(L(16, 1), L(4, 2), r), L((4, (2, 2)), (1, (4, 8))), "mode 0: R(i) != A(B(i))"),
+    (lambda r: props.logical_divide(L(16, 1), L(4, 2), r), L((4, (2, 2)), (2, (1, 1))), "R not a reordering of A"),
+    (lambda r: props.logical_product(L(4, 1), L(2, 4), r), L((4, 2), (2, 16)), "mode 0 is not A"),
+    (lambda r: props.logical_product(L(4, 1), L(2, 4), r), L((4, 2), (1, 2)), "R not injective"),
+])
+def test_each_property_catches_a_result_that_breaks_it(check, wrong, broken):
+    assert broken in {name for name, _ in check(wrong)}
+
+
+def test_pycute_campaign_judges_every_operation(tmp_path):
+    pytest.importorskip("pycute", reason="pycute ships in the nvidia-cutlass wheel (the [cute] extra)")
+    import sqlite3
+
+    from tests.test_cli import layoutfuzz
+
+    run = layoutfuzz("run", "--targets", "pycute.layouts", "--cases", "700", "--jobs", "2", "-q", "--out", "o", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    rows = dict(sqlite3.connect(tmp_path / "o" / "layoutfuzz.sqlite").execute(
+        "SELECT family, sum(outcome = 'pass') FROM outcomes GROUP BY family"))
+    assert set(rows) == {"composition", "coalesce", "complement", "left_inverse", "right_inverse", "logical_divide",
+                         "logical_product"} and min(rows.values()) > 50
+
+
+def test_a_planted_pycute_fault_is_a_divergence_in_its_bucket(tmp_path, monkeypatch):
+    pycute = pytest.importorskip("pycute", reason="pycute ships in the nvidia-cutlass wheel (the [cute] extra)")
+    from harness import registry
+    from harness.runner import evaluate, make_case
+
+    real = pycute.coalesce
+    monkeypatch.setattr(pycute, "coalesce", lambda layout: pycute.Layout(real(layout).shape, 1))  # strides lost
+    target = registry.load("pycute.layouts")
+    cases = [c for c in (make_case(target, 0, i) for i in range(200)) if c.params["op"] == "coalesce"]
+    outcomes = [evaluate(target, c) for c in cases]
+    assert {o["outcome"] for o in outcomes} == {"pass", "diverge"}  # a result that is no layout diverges too
+    assert {o["signature"] for o in outcomes if o["outcome"] == "diverge"} == {"coalesce: R(i) != A(i)",
+                                                                             "coalesce: the result is not a layout"}
