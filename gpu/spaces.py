@@ -1,5 +1,5 @@
-"""The parameter spaces of the raw GPU targets (``tma.swizzle``, ``wgmma.descriptor``), for ``layoutfuzz coverage``:
-every parameter with its legal range from the PTX text or the driver's API, read off a case as the probe runs it."""
+"""The parameter spaces of the GPU targets, for ``layoutfuzz coverage``: every parameter with its legal range from
+the PTX text, the driver's API or Triton's, read off a case as the probe runs it."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 
 from generators.space import Parameter, Space, bin_of, bins
 from gpu.wgmma import probe_base_offset, probe_descriptor
+from oracles.algorithms import conversion_plan
+from oracles.linear_layout import LinearLayout
 from oracles.tma import SwizzleMode as TmaMode
 from oracles.wgmma import WGMMA_N, WGMMA_TYPES, Major, SwizzleMode
 
@@ -94,3 +96,41 @@ def tma_space() -> Space:
         Parameter("direction", ("load", "store"), "PTX ISA: cp.async.bulk.tensor (global to shared and back)",
                   lambda p: p.get("direction", "load")),
     ), illegal)
+
+
+def convert_layout_space() -> Space:
+    """``triton.convert_layout``: a Gluon convert_layout between two distributed layouts (Def 4.10) of one tensor."""
+    triton = "Triton: Gluon DistributedLinearLayout and num_warps"
+
+    def broadcasts(dim: str) -> Callable[[Mapping[str, Any]], str]:
+        def draw(p: Mapping[str, Any]) -> str:
+            bases = dict(LinearLayout.from_dict(p["a"]).in_dims).get(dim, ())
+            return "yes" if any(not any(b) for b in bases) else "no"
+        return draw
+
+    def plan(p: Mapping[str, Any]) -> str:
+        return conversion_plan(LinearLayout.from_dict(p["a"]), LinearLayout.from_dict(p["b"])).kind
+
+    small = "the generator keeps 2^12 elements at most (a kernel of up to 64-bit elements in 1-8 warps, compiled per case)"
+    return Space((
+        Parameter("rank", (1, 2, 3, 4, 5), f"{triton}: any rank", lambda p: len(p["shape"]),
+                  {4: "the probes are written for ranks 1-3", 5: "the probes are written for ranks 1-3"}),
+        Parameter("log2 elements", tuple(range(21)), "Triton: TRITON_MAX_TENSOR_NUMEL = 2^20",
+                  lambda p: sum(s.bit_length() - 1 for s in p["shape"]), {n: small for n in range(13, 21)}),
+        Parameter("num_warps", (1, 2, 4, 8, 16, 32), f"{triton}: a power of two, up to 32 warps (1,024 threads)", lambda p: p["num_warps"]),
+        Parameter("element bits", (8, 16, 32, 64), "Triton: int8-int64 (the data moved)", lambda p: p["elem_bits"]),
+        Parameter("conversion plan", ("none", "register", "shuffle", "shared"), "the paper, Section 5.4", plan),
+        Parameter("A broadcasts registers", ("no", "yes"), "the paper, Def 4.10 (zero columns)", broadcasts("register")),
+        Parameter("A broadcasts lanes", ("no", "yes"), "the paper, Def 4.10 (zero columns)", broadcasts("lane")),
+        Parameter("A broadcasts warps", ("no", "yes"), "the paper, Def 4.10 (zero columns)", broadcasts("warp")),
+    ), _convert_illegal)
+
+
+def _convert_illegal(a: str, x: Any, b: str, y: Any) -> bool:
+    """One warp has no warp bits to broadcast; fewer elements than dims of at least 2 cannot be."""
+    pair = {a: x, b: y}
+    if pair.get("num_warps") == 1 and pair.get("A broadcasts warps") == "yes":
+        return True
+    if "rank" in pair and "log2 elements" in pair:
+        return pair["log2 elements"] < pair["rank"]
+    return False

@@ -14,6 +14,7 @@ from generators.case import Case
 from generators.layouts import distributed_layout, split_bits
 from generators.shrink import drop_basis, joint_out_dim_halvings, replaced
 from generators.source import Source, permutation
+from generators.space import Space
 from generators.validity import check_layout_kind, check_shape, power_of_two
 from gpu.kernel_cache import cached_kernel, through_jit
 from gpu.prebuilt import CompiledKernel, active_folder, folder_version, from_triton, kernel_path
@@ -276,6 +277,11 @@ class TritonConvertLayout(GluonKernelTarget):
         except Exception:
             kind = "?"
         return f"{kind}:{p.get('elem_bits', '?')}b"
+
+    def parameter_space(self) -> Space:
+        from gpu.spaces import convert_layout_space
+
+        return convert_layout_space()
 
     def expected(self, case: Case) -> Any:
         p = case.params

@@ -60,7 +60,7 @@ def test_wgmma_shapes_per_type_follow_the_ptx_shape_lists():
     assert 40 not in WGMMA_N["s8"] and 48 in WGMMA_N["u8"] and len(WGMMA_N["s8"]) == 18
 
 
-@pytest.mark.parametrize("name", ["tma.swizzle", "wgmma.descriptor", "triton.linear_layout", "pycute.layouts"])
+@pytest.mark.parametrize("name", ["tma.swizzle", "wgmma.descriptor", "triton.linear_layout", "pycute.layouts", "triton.convert_layout"])
 def test_the_generators_never_draw_outside_the_legal_ranges(name):
     # a property of the generators against the spec's ranges: nothing drawn is outside, no illegal pair is drawn
     from harness import registry
