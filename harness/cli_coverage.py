@@ -25,14 +25,13 @@ def cmd_coverage(args: argparse.Namespace) -> int:
             continue
         print(f"drawing {args.cases} cases of {target.name} (seed {args.seed})...", file=sys.stderr)
         coverage = measure(target, space, args.seed, args.cases)
-        drawn, legal = pair_coverage(space, coverage)
-        values = value_table(space, coverage)
+        values, pairs = value_table(space, coverage), pair_table(space, coverage)
+        drawn, legal = pair_coverage(pairs)
         full = int((values["coverage %"] == 100).sum())
         print(f"## {target.name}: {args.cases} cases (seed {args.seed})\n")
         print(f"{full} of {len(values)} parameters drew every wanted value; pairs of values drawn together: {drawn} of "
               f"{legal} ({100 * drawn / max(legal, 1):.1f} %)\n")
         print(render(values, args.format) + "\n")
-        pairs = pair_table(space, coverage)
         if not args.all_pairs:
             pairs = pairs[pairs["coverage %"] < 100]
         if not pairs.empty:

@@ -92,7 +92,6 @@ def pair_table(space: Space, coverage: Coverage) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def pair_coverage(space: Space, coverage: Coverage) -> tuple[int, int]:
-    """(drawn, legal) over every pair of parameters."""
-    legal = space.legal_pairs()
-    return sum(len(coverage.pairs[k] & v) for k, v in legal.items()), sum(len(v) for v in legal.values())
+def pair_coverage(pairs: pd.DataFrame) -> tuple[int, int]:
+    """(drawn, legal) over every pair of parameters, from ``pair_table``."""
+    return int(pairs["drawn"].sum()), int(pairs["legal pairs"].sum())

@@ -239,8 +239,10 @@ class Store:
         """Every outcome as a DataFrame (only those of ``outcomes`` if given: a night's millions of passes are not
         read back to find its few findings)."""
         where = ""
-        if outcomes is not None:  # without passes: the condition of the partial index outcomes_problems, word for word
-            where = f" WHERE {'' if 'pass' in outcomes else 'outcome != ' + repr('pass') + ' AND '}outcome IN ({','.join('?' * len(outcomes))})"
+        if outcomes is not None:
+            where = f" WHERE outcome IN ({','.join('?' * len(outcomes))})"
+            if "pass" not in outcomes:  # the condition of the partial index outcomes_problems, word for word
+                where += " AND outcome != 'pass'"
         return pd.read_sql_query(
             "SELECT target, seed, idx, family, outcome, detail, signature, bucket, mismatch_count, duration_s, report, metrics"
             f" FROM outcomes{where} ORDER BY target, seed, idx",

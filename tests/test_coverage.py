@@ -39,8 +39,9 @@ def test_the_tables_say_what_was_never_drawn_and_what_is_left_out_on_purpose():
     assert (values.loc["colour", "wanted"], values.loc["colour", "drawn"], values.loc["colour", "coverage %"]) == (3, 2, 66.7)
     assert values.loc["size", "coverage %"] == 100
     # legal pairs of wanted values: 3 colours x 3 sizes, less blue/3; drawn: red/1, green/1-3
-    assert pair_coverage(space, coverage) == (4, 8)
-    pairs = pair_table(space, coverage).iloc[0]
+    pairs = pair_table(space, coverage)
+    assert pair_coverage(pairs) == (4, 8)
+    pairs = pairs.iloc[0]
     assert pairs["never drawn together"] == "blue/1, blue/2, red/2, red/3"
 
 
