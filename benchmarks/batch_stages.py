@@ -19,8 +19,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import registry  # noqa: E402
-from harness.runner import evaluate, make_case  # noqa: E402
+from layoutfuzz.harness import registry  # noqa: E402
+from layoutfuzz.harness.runner import evaluate, make_case  # noqa: E402
 
 
 def stages(name: str, size: int, offset: int) -> dict[str, float]:
@@ -28,7 +28,7 @@ def stages(name: str, size: int, offset: int) -> dict[str, float]:
     target = registry.load(registry.resolve(name))
     encode_s = [0.0]
     if name == "tma.swizzle":  # the tensor-map encoding inside observed_batch, timed on its own
-        from gpu import targets
+        from layoutfuzz.gpu import targets
 
         runner = targets._tma_runner()
         encode = type(runner).encode

@@ -29,9 +29,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import registry  # noqa: E402
-from harness.campaign import DEFAULT_TARGETS  # noqa: E402
-from harness.runner import evaluate, make_case  # noqa: E402
+from layoutfuzz.harness import registry  # noqa: E402
+from layoutfuzz.harness.campaign import DEFAULT_TARGETS  # noqa: E402
+from layoutfuzz.harness.runner import evaluate, make_case  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Run:
 def through_run(target: str, budget: float, jobs: int, out: Path, extra: list[str], tree: Path = ROOT,
                 timeout: str = "30s") -> Run:
     """``layoutfuzz run`` (of the source ``tree``) for ``budget`` seconds, with empty Triton and kernel caches."""
-    command = [sys.executable, "-m", "harness.cli", "run", "--targets", target, "--budget", f"{budget}s", "--jobs", str(jobs),
+    command = [sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--targets", target, "--budget", f"{budget}s", "--jobs", str(jobs),
                "--timeout", timeout, "-q", "--out", str(out), *extra]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH", "")])),
                TRITON_CACHE_DIR=str(out) + "-triton-cache",  # each run compiles its kernels: no run finds another's

@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from generators.source import RandomSource  # noqa: E402
-from gpu.record import throughput  # noqa: E402
-from gpu.targets import WINDOW, TmaSwizzle, WgmmaDescriptor, box_from_params, cuda_device_availability  # noqa: E402
+from layoutfuzz.generators.source import RandomSource  # noqa: E402
+from layoutfuzz.gpu.record import throughput  # noqa: E402
+from layoutfuzz.gpu.targets import WINDOW, TmaSwizzle, WgmmaDescriptor, box_from_params, cuda_device_availability  # noqa: E402
 
 
 def main() -> int:
@@ -27,8 +27,8 @@ def main() -> int:
     if not available.available:
         print(f"gpu_throughput: {available.reason}", file=sys.stderr)
         return 2
-    from gpu.tma import TmaRunner
-    from gpu.wgmma import WgmmaRunner
+    from layoutfuzz.gpu.tma import TmaRunner
+    from layoutfuzz.gpu.wgmma import WgmmaRunner
 
     boxes = [box_from_params(TmaSwizzle().generate(RandomSource(f"bench/tma/{i}"))) for i in range(args.cases)]
     probes = [WgmmaDescriptor().generate(RandomSource(f"bench/wgmma/{i}")) for i in range(args.cases)]

@@ -16,13 +16,13 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from generators.source import source_for  # noqa: E402
-from generators.tma import device_box  # noqa: E402
-from generators.wgmma import device_case  # noqa: E402
-from gpu.tma import FILL, expected_window, source_words  # noqa: E402
-from gpu.wgmma import probe_layout  # noqa: E402
-from oracles.tma_windows import expected_windows, placements, window_mismatches  # noqa: E402
-from oracles.wgmma_addresses import canonical_addresses  # noqa: E402
+from layoutfuzz.generators.source import source_for  # noqa: E402
+from layoutfuzz.generators.tma import device_box  # noqa: E402
+from layoutfuzz.generators.wgmma import device_case  # noqa: E402
+from layoutfuzz.gpu.tma import FILL, expected_window, source_words  # noqa: E402
+from layoutfuzz.gpu.wgmma import probe_layout  # noqa: E402
+from layoutfuzz.oracles.tma_windows import expected_windows, placements, window_mismatches  # noqa: E402
+from layoutfuzz.oracles.wgmma_addresses import canonical_addresses  # noqa: E402
 
 WINDOW = 24 * 1024
 

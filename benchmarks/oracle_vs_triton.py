@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from generators.layouts import distributed_layout  # noqa: E402
-from generators.source import source_for  # noqa: E402
-from harness.targets.triton_linear_layout import apply_all, to_triton  # noqa: E402
+from layoutfuzz.generators.layouts import distributed_layout  # noqa: E402
+from layoutfuzz.generators.source import source_for  # noqa: E402
+from layoutfuzz.harness.targets.triton_linear_layout import apply_all, to_triton  # noqa: E402
 
 
 def _best(fn, repeat: int) -> float:

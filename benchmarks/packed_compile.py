@@ -28,13 +28,13 @@ def main() -> int:
     args = parser.parse_args()
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="packed-compile-")
     try:
-        from gpu.gluon_probes import CONVERT_PROBES, convert_probe_packed_2d
-        from gpu.triton_targets import POINTERS, TritonConvertLayout, compile_for_sm90, gluon_layout
+        from layoutfuzz.gpu.gluon_probes import CONVERT_PROBES, convert_probe_packed_2d
+        from layoutfuzz.gpu.triton_targets import POINTERS, TritonConvertLayout, compile_for_sm90, gluon_layout
     except ImportError as exc:
         print(f"packed_compile: needs triton: {exc}", file=sys.stderr)
         return 2
-    from harness.runner import make_case
-    from oracles.linear_layout import LinearLayout
+    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.oracles.linear_layout import LinearLayout
 
     target = TritonConvertLayout()
     groups = collections.defaultdict(list)

@@ -22,11 +22,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from generators.case import Case  # noqa: E402
-from harness.runner import Result  # noqa: E402
-from harness.signatures import root_cause  # noqa: E402
-from harness.target import Outcome  # noqa: E402
-from reports.tables import render  # noqa: E402
+from layoutfuzz.generators.case import Case  # noqa: E402
+from layoutfuzz.harness.runner import Result  # noqa: E402
+from layoutfuzz.harness.signatures import root_cause  # noqa: E402
+from layoutfuzz.harness.target import Outcome  # noqa: E402
+from layoutfuzz.reports.tables import render  # noqa: E402
 
 
 def old_signature(outcome: str, detail: str, signature: str) -> str:
@@ -56,8 +56,8 @@ def campaign_rows(directory: Path) -> list[dict]:
 
 def planted_rows() -> list[dict]:
     """The selftest's planted faults over their recorded cases, as a campaign would bucket them."""
-    from harness import registry, selftest
-    from harness.compare import compare_values
+    from layoutfuzz.harness import registry, selftest
+    from layoutfuzz.harness.compare import compare_values
 
     rows = []
     for mutant in selftest.MUTANTS:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpu.targets import cuda_device_availability  # noqa: E402
-from harness import registry  # noqa: E402
-from harness.runner import make_case, run_cases, share  # noqa: E402
+from layoutfuzz.gpu.targets import cuda_device_availability  # noqa: E402
+from layoutfuzz.harness import registry  # noqa: E402
+from layoutfuzz.harness.runner import make_case, run_cases, share  # noqa: E402
 
 TARGETS = ("triton.convert_layout", "triton.shared_memory", "triton.tma", "triton.wgmma")
 SEED = 7  # not a campaign seed: the cases are fresh for Triton's cache

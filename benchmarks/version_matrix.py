@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import environments
+from layoutfuzz.harness import environments
 
 
 def timed(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:

@@ -1,7 +1,7 @@
 """Seeded samplers and Hypothesis strategies for layouts and cases (no GPU library)."""
 
-from generators.case import Case
-from generators.layouts import (
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.layouts import (
     LAYOUT_KINDS,
     arbitrary_layout,
     distributed_layout,
@@ -10,7 +10,7 @@ from generators.layouts import (
     memory_layout,
     sample_layout,
 )
-from generators.source import HypothesisSource, RandomSource, Source, source_for
+from layoutfuzz.generators.source import HypothesisSource, RandomSource, Source, source_for
 
 __all__ = [
     "LAYOUT_KINDS",

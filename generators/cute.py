@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.source import Source, permutation
+from layoutfuzz.generators.source import Source, permutation
 
 SHAPES_POW2 = (1, 2, 4, 8)
 SHAPES_ANY = (1, 2, 3, 4, 5, 6, 8)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from generators.source import Source, bits, permutation
-from oracles import f2
-from oracles.linear_layout import LinearLayout
+from layoutfuzz.generators.source import Source, bits, permutation
+from layoutfuzz.oracles import f2
+from layoutfuzz.oracles.linear_layout import LinearLayout
 
 DISTRIBUTED_DIMS = ("register", "lane", "warp")
 LAYOUT_KINDS = ("arbitrary", "distributed", "memory", "invertible", "injective")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from math import prod
 
-from generators.layouts import split_bits
-from generators.source import Source, permutation
-from oracles import triton_layouts as tl
+from layoutfuzz.generators.layouts import split_bits
+from layoutfuzz.generators.source import Source, permutation
+from layoutfuzz.oracles import triton_layouts as tl
 
 DISTRIBUTED_KINDS = ("blocked", "slice", "nvmma_v2", "nvmma_v3", "dot_operand")
 SHARED_KINDS = ("swizzled_shared", "nvmma_shared")

@@ -1,6 +1,6 @@
 """Hypothesis strategies for linear layouts: public API for users' own property tests.
 
-    from generators.strategies import distributed_layouts
+    from layoutfuzz.generators.strategies import distributed_layouts
     @given(distributed_layouts(max_out_bits=8))
     def test_mine(layout): ...
 
@@ -13,8 +13,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from generators import layouts
-from generators.source import HypothesisSource
+from layoutfuzz.generators import layouts
+from layoutfuzz.generators.source import HypothesisSource
 
 
 def _strategy(sampler, **kwargs: Any) -> st.SearchStrategy:

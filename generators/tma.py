@@ -3,8 +3,8 @@ on and off the swizzle pattern's repeat (every base offset)."""
 
 from __future__ import annotations
 
-from generators.source import Source
-from oracles.tma import SwizzleMode, TiledBox
+from layoutfuzz.generators.source import Source
+from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 
 
 def tiled_box(source: Source) -> TiledBox:

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from math import prod
 from typing import Any
 
-from generators.layouts import DISTRIBUTED_DIMS
-from oracles import triton_layouts as tl
-from oracles.linear_layout import LinearLayout
+from layoutfuzz.generators.layouts import DISTRIBUTED_DIMS
+from layoutfuzz.oracles import triton_layouts as tl
+from layoutfuzz.oracles.linear_layout import LinearLayout
 
 
 def power_of_two(value: Any, what: str, low: int = 1, high: int | None = None) -> int:

@@ -7,9 +7,16 @@ PTX says it is ignored, repeat counts m and k, and 8- to 64-bit elements.
 
 from __future__ import annotations
 
-from generators.source import Source
-from oracles.wgmma import ELEMENT_BITS, CanonicalLayout, Major, MatrixDescriptor, SwizzleMode, descriptor_base_offset
-from oracles.wgmma_addresses import highest_address
+from layoutfuzz.generators.source import Source
+from layoutfuzz.oracles.wgmma import (
+    ELEMENT_BITS,
+    CanonicalLayout,
+    Major,
+    MatrixDescriptor,
+    SwizzleMode,
+    descriptor_base_offset,
+)
+from layoutfuzz.oracles.wgmma_addresses import highest_address
 
 SMEM_BYTES = 1 << 18  # the 18 address bits a descriptor can name
 

@@ -13,7 +13,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as ttgl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma
 
-from harness.triton_compat.gluon_ops import reinterpret, tma_load, tma_store
+from layoutfuzz.harness.triton_compat.gluon_ops import reinterpret, tma_load, tma_store
 
 
 @gluon.jit

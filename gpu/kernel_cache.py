@@ -16,12 +16,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generators.case import Case
-from gpu.prebuilt import CompiledKernel, kernel_path
-from reports.store import write_atomically
+from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.prebuilt import CompiledKernel, kernel_path
+from layoutfuzz.reports.store import write_atomically
 
 if TYPE_CHECKING:
-    from gpu.triton_targets import GluonKernelTarget
+    from layoutfuzz.gpu.triton_targets import GluonKernelTarget
 
 MAX_BYTES = 1 << 30  # the kernel cache is pruned to its most recently used GiB
 PRUNE_EVERY = 500  # kernels a worker files between prunings
@@ -34,14 +34,14 @@ def _build() -> str:
     """This Triton build and these probes, hashed."""
     from triton.runtime.cache import triton_key
 
-    from gpu import gluon_probes
+    from layoutfuzz.gpu import gluon_probes
 
     return hashlib.sha256(triton_key().encode() + Path(gluon_probes.__file__).read_bytes()).hexdigest()[:16]
 
 
 def kernels_root() -> Path:
     """Where cached kernels of every Triton build live."""
-    from harness.environments import cache_root
+    from layoutfuzz.harness.environments import cache_root
 
     return cache_root() / "kernels"
 
@@ -62,7 +62,7 @@ def cached_kernel(target: GluonKernelTarget, case: Case, variant: str = "") -> C
     """Case ``case``'s kernel in lowering ``variant``: from the cache folder, else compiled by this process's
     Triton and filed (a compiler's refusal is filed too: it is the answer)."""
     global _written
-    from gpu.triton_targets import variant_params
+    from layoutfuzz.gpu.triton_targets import variant_params
 
     path = kernel_path(cache_folder(), target.name, variant_params(case.params, variant))
     try:

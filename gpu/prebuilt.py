@@ -133,7 +133,7 @@ class CubinLauncher:
         import torch
         from cuda.core import LaunchConfig, launch
 
-        from gpu.device import DeviceFault
+        from layoutfuzz.gpu.device import DeviceFault
 
         args = [np.uint64(t.data_ptr()) for t in tensors]
         scratch = [torch.zeros(size, dtype=torch.uint8, device="cuda") if size else None

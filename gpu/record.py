@@ -1,4 +1,4 @@
-"""Record hardware observations for CI: ``python -m gpu.record tma|wgmma|convert COUNT OUT.json [--raw]``.
+"""Record hardware observations for CI: ``python -m layoutfuzz.gpu.record tma|wgmma|convert COUNT OUT.json [--raw]``.
 
 Runs COUNT seeded cases and writes, per case, its params and the SHA-256 of what the GPU produced
 (the TMA window; the table of addresses wgmma read, ``--raw`` keeping the table too; or which
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from generators.source import RandomSource
+from layoutfuzz.generators.source import RandomSource
 
 
 def throughput(run: Callable[[list], list], items: list, single: int = 50) -> tuple[list, float, float]:
@@ -35,8 +35,8 @@ def throughput(run: Callable[[list], list], items: list, single: int = 50) -> tu
 def record_tma(count: int) -> dict:
     from cuda.core import Device
 
-    from gpu.targets import WINDOW, TmaSwizzle, box_from_params
-    from gpu.tma import TmaRunner
+    from layoutfuzz.gpu.targets import WINDOW, TmaSwizzle, box_from_params
+    from layoutfuzz.gpu.tma import TmaRunner
 
     params = [TmaSwizzle().generate(RandomSource(f"layoutfuzz/record/tma/{i}")) for i in range(count)]
     boxes = [box_from_params(p) for p in params]
@@ -59,8 +59,8 @@ def record_tma(count: int) -> dict:
 def record_wgmma(count: int, raw: bool = False) -> dict:
     from cuda.core import Device
 
-    from gpu.targets import WgmmaDescriptor
-    from gpu.wgmma import WgmmaRunner
+    from layoutfuzz.gpu.targets import WgmmaDescriptor
+    from layoutfuzz.gpu.wgmma import WgmmaRunner
 
     params = [WgmmaDescriptor().generate(RandomSource(f"layoutfuzz/record/wgmma/{i}")) for i in range(count)]
     observed, batched, single = throughput(WgmmaRunner().run, params, single=30)
@@ -79,8 +79,8 @@ def record_wgmma(count: int, raw: bool = False) -> dict:
 def record_convert(count: int) -> dict:
     from cuda.core import Device
 
-    from generators.case import Case
-    from gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.generators.case import Case
+    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
 
     target = TritonConvertLayout()
     cases = []
@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
     raw = "--raw" in argv
     argv = [a for a in argv if a != "--raw"]
     if len(argv) != 3 or argv[0] not in ("tma", "wgmma", "convert") or not argv[1].isdigit():
-        print("usage: python -m gpu.record tma|wgmma|convert COUNT OUT.json [--raw]", file=sys.stderr)
+        print("usage: python -m layoutfuzz.gpu.record tma|wgmma|convert COUNT OUT.json [--raw]", file=sys.stderr)
         return 2
     recorders = {"tma": record_tma, "wgmma": lambda n: record_wgmma(n, raw), "convert": record_convert}
     data = recorders[argv[0]](int(argv[1]))

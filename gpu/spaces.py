@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from generators.space import Parameter, Space, bin_of, bins
-from gpu.wgmma import probe_base_offset, probe_descriptor
-from oracles.algorithms import conversion_plan
-from oracles.linear_layout import LinearLayout
-from oracles.tma import SwizzleMode as TmaMode
-from oracles.wgmma import WGMMA_N, WGMMA_TYPES, Major, SwizzleMode
+from layoutfuzz.generators.space import Parameter, Space, bin_of, bins
+from layoutfuzz.gpu.wgmma import probe_base_offset, probe_descriptor
+from layoutfuzz.oracles.algorithms import conversion_plan
+from layoutfuzz.oracles.linear_layout import LinearLayout
+from layoutfuzz.oracles.tma import SwizzleMode as TmaMode
+from layoutfuzz.oracles.wgmma import WGMMA_N, WGMMA_TYPES, Major, SwizzleMode
 
 FIELD_BINS = bins(0, (1 << 14) - 1, 16)  # a 14-bit descriptor field (16-byte units), in 16 ranges
 BOX_DIM_BINS = bins(1, 256, 8)  # a TMA box dim: 1-256

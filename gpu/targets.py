@@ -12,14 +12,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from generators.case import Case
-from generators.shrink import replaced
-from generators.source import Source
-from generators.space import Space
-from generators.tma import MAX_DST_OFFSET, device_box
-from harness.compare import Comparison
-from harness.target import Attribution, Availability, Target, Unsupported
-from oracles.tma import SwizzleMode, TiledBox
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.shrink import replaced
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Space
+from layoutfuzz.generators.tma import MAX_DST_OFFSET, device_box
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.target import Attribution, Availability, Target, Unsupported
+from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 
 WINDOW = 24 * 1024  # shared-memory bytes dumped per case: the largest offset plus the largest box
 
@@ -81,7 +81,7 @@ class GpuTarget(Target):
     def on_device(run: Callable[[], Any]) -> Any:
         """``run()``; a device fault poisons the CUDA context, so it ends this worker (the harness
         records a crash and starts a fresh one)."""
-        from gpu.device import DeviceFault
+        from layoutfuzz.gpu.device import DeviceFault
 
         try:
             return run()
@@ -97,7 +97,7 @@ def box_from_params(p: Mapping[str, Any]) -> TiledBox:
 
 @cache
 def _tma_runner():
-    from gpu.tma import TmaRunner
+    from layoutfuzz.gpu.tma import TmaRunner
 
     return TmaRunner()
 
@@ -167,12 +167,12 @@ class TmaSwizzle(GpuTarget):
         return f"{case.params.get('swizzle', '?')}:{case.params.get('element_bytes', '?')}B"
 
     def parameter_space(self) -> Space:
-        from gpu.spaces import tma_space
+        from layoutfuzz.gpu.spaces import tma_space
 
         return tma_space()
 
     def expected(self, case: Case) -> Any:
-        from gpu.tma import expected_window
+        from layoutfuzz.gpu.tma import expected_window
 
         return {"window": expected_window(box_from_params(case.params), WINDOW).tobytes().hex()}
 
@@ -183,7 +183,7 @@ class TmaSwizzle(GpuTarget):
         return {"window": result.tobytes().hex()}
 
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
-        from gpu.tma import FILL
+        from layoutfuzz.gpu.tma import FILL
 
         return compare_windows(bytes.fromhex(expected["window"]), bytes.fromhex(observed["window"]), FILL)
 
@@ -201,8 +201,8 @@ class TmaSwizzle(GpuTarget):
 
     def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> list[Comparison]:
         """``window_mismatches`` over all windows; only a case that differs is compared again, cell by cell."""
-        from gpu.tma import FILL, source_words
-        from oracles.tma_windows import placements, window_mismatches
+        from layoutfuzz.gpu.tma import FILL, source_words
+        from layoutfuzz.oracles.tma_windows import placements, window_mismatches
 
         if not cases:
             return []
@@ -219,7 +219,7 @@ class _ExpectedWindow:
     box: TiledBox
 
     def __json__(self) -> dict[str, str]:
-        from gpu.tma import expected_window
+        from layoutfuzz.gpu.tma import expected_window
 
         return {"window": expected_window(self.box, WINDOW).tobytes().hex()}
 
@@ -266,7 +266,7 @@ def _cell_kind(want: np.ndarray, got: np.ndarray, fill: int) -> str:
 
 @cache
 def _wgmma_runner():
-    from gpu.wgmma import WgmmaRunner
+    from layoutfuzz.gpu.wgmma import WgmmaRunner
 
     return WgmmaRunner()
 
@@ -282,13 +282,13 @@ class WgmmaDescriptor(GpuTarget):
         return hardware_attribution(self, outcome)
 
     def generate(self, source: Source) -> dict[str, Any]:
-        from generators.wgmma import device_case
+        from layoutfuzz.generators.wgmma import device_case
 
         return device_case(source)
 
     def validate(self, case: Case) -> None:
-        from gpu.wgmma import WINDOW, probe_descriptor, probe_layout
-        from oracles.wgmma_addresses import highest_address
+        from layoutfuzz.gpu.wgmma import WINDOW, probe_descriptor, probe_layout
+        from layoutfuzz.oracles.wgmma_addresses import highest_address
 
         layout = probe_layout(case.params)
         probe_descriptor(case.params)
@@ -300,12 +300,12 @@ class WgmmaDescriptor(GpuTarget):
         return f"{p.get('operand', '?')}/{p.get('major', '?')}/{p.get('swizzle', '?')}"
 
     def parameter_space(self) -> Space:
-        from gpu.spaces import wgmma_space
+        from layoutfuzz.gpu.spaces import wgmma_space
 
         return wgmma_space()
 
     def expected(self, case: Case) -> Any:
-        from gpu.wgmma import probe_layout
+        from layoutfuzz.gpu.wgmma import probe_layout
 
         return probe_layout(case.params).addresses()
 
@@ -322,8 +322,8 @@ class WgmmaDescriptor(GpuTarget):
 
     def expected_batch(self, cases: Sequence[Case]) -> list[Any]:
         """``canonical_addresses`` of every operand at once; a case whose layout is refused gets its error."""
-        from gpu.wgmma import probe_layout
-        from oracles.wgmma_addresses import canonical_addresses
+        from layoutfuzz.gpu.wgmma import probe_layout
+        from layoutfuzz.oracles.wgmma_addresses import canonical_addresses
 
         layouts: list[Any] = []
         for case in cases:

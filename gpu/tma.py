@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu.device import KernelRunner
-from oracles.tma import TiledBox
+from layoutfuzz.gpu.device import KernelRunner
+from layoutfuzz.oracles.tma import TiledBox
 
 FILL = 0xA5  # shared-memory bytes the copy does not write keep this value
 DTYPE_BY_BYTES = {1: 0, 2: 1, 4: 2, 8: 4}  # CU_TENSOR_MAP_DATA_TYPE_UINT8/16/32, UINT64 (value 4)

@@ -10,22 +10,22 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from generators.case import Case
-from generators.layouts import distributed_layout, split_bits
-from generators.shrink import drop_basis, joint_out_dim_halvings, replaced
-from generators.source import Source, permutation
-from generators.space import Space
-from generators.validity import check_layout_kind, check_shape, power_of_two
-from gpu.kernel_cache import cached_kernel, through_jit
-from gpu.prebuilt import CompiledKernel, active_folder, folder_version, from_triton, kernel_path
-from gpu.targets import GpuTarget, cuda_device_availability
-from harness.capture import stderr_text
-from harness.compare import Comparison
-from harness.signatures import compile_error
-from harness.target import Availability, Unsupported
-from harness.triton_compat.lowering import WARP_SHUFFLE
-from oracles.algorithms import conversion_plan
-from oracles.linear_layout import LinearLayout
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.layouts import distributed_layout, split_bits
+from layoutfuzz.generators.shrink import drop_basis, joint_out_dim_halvings, replaced
+from layoutfuzz.generators.source import Source, permutation
+from layoutfuzz.generators.space import Space
+from layoutfuzz.generators.validity import check_layout_kind, check_shape, power_of_two
+from layoutfuzz.gpu.kernel_cache import cached_kernel, through_jit
+from layoutfuzz.gpu.prebuilt import CompiledKernel, active_folder, folder_version, from_triton, kernel_path
+from layoutfuzz.gpu.targets import GpuTarget, cuda_device_availability
+from layoutfuzz.harness.capture import stderr_text
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.signatures import compile_error
+from layoutfuzz.harness.target import Availability, Unsupported
+from layoutfuzz.harness.triton_compat.lowering import WARP_SHUFFLE
+from layoutfuzz.oracles.algorithms import conversion_plan
+from layoutfuzz.oracles.linear_layout import LinearLayout
 
 INT_TYPES = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
 POINTERS = {8: "*i8", 16: "*i16", 32: "*i32", 64: "*i64"}  # Triton signature types of the same
@@ -52,7 +52,7 @@ def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, Any]:
 
 @cache
 def _launcher():
-    from gpu.prebuilt import CubinLauncher
+    from layoutfuzz.gpu.prebuilt import CubinLauncher
 
     return CubinLauncher()
 
@@ -96,7 +96,7 @@ class GluonKernelTarget(GpuTarget):
         error (as ``rejected``)."""
         import triton
 
-        from harness.triton_compat.lowering import recompile
+        from layoutfuzz.harness.triton_compat.lowering import recompile
 
         spec = self.kernel_spec(case)
         diagnostics: list[str] = []
@@ -146,7 +146,7 @@ class GluonKernelTarget(GpuTarget):
         """``kernel[(1,)](*args, **kwargs)`` then a synchronize; returns the compiled kernel."""
         import torch
 
-        from gpu.device import DeviceFault
+        from layoutfuzz.gpu.device import DeviceFault
 
         diagnostics: list[str] = []
         try:
@@ -279,7 +279,7 @@ class TritonConvertLayout(GluonKernelTarget):
         return f"{kind}:{p.get('elem_bits', '?')}b"
 
     def parameter_space(self) -> Space:
-        from gpu.spaces import convert_layout_space
+        from layoutfuzz.gpu.spaces import convert_layout_space
 
         return convert_layout_space()
 
@@ -319,7 +319,7 @@ class TritonConvertLayout(GluonKernelTarget):
         return {"data_mismatches": int((dst != src).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
 
     def kernel_spec(self, case: Case) -> KernelSpec:
-        from gpu.gluon_probes import CONVERT_PROBES
+        from layoutfuzz.gpu.gluon_probes import CONVERT_PROBES
 
         p = case.params
         shape = list(p["shape"])
@@ -338,9 +338,9 @@ class TritonSharedMemory(GluonKernelTarget):
     prebuilt = True
 
     def generate(self, source: Source) -> dict[str, Any]:
-        from generators import legacy_layouts
-        from generators.layouts import memory_layout
-        from oracles import triton_layouts as tl
+        from layoutfuzz.generators import legacy_layouts
+        from layoutfuzz.generators.layouts import memory_layout
+        from layoutfuzz.oracles import triton_layouts as tl
 
         kind = source.choice(("swizzled_shared", "nvmma_shared", "linear"))
         elem_bits = source.choice((8, 16, 32) if kind == "nvmma_shared" else (8, 16, 32, 64))
@@ -363,8 +363,8 @@ class TritonSharedMemory(GluonKernelTarget):
 
     def shared_layout(self, p: Mapping[str, Any]) -> LinearLayout:
         """The oracle's memory layout: offset -> element."""
-        from harness.triton_compat.layouts import shared_layout
-        from oracles import triton_layouts as tl
+        from layoutfuzz.harness.triton_compat.layouts import shared_layout
+        from layoutfuzz.oracles import triton_layouts as tl
 
         outs = [(f"dim{i}", s) for i, s in enumerate(p["shape"])]
         if "offset_bases" in p:
@@ -385,9 +385,9 @@ class TritonSharedMemory(GluonKernelTarget):
     def kernel_spec(self, case: Case) -> KernelSpec:
         from triton.experimental.gluon import language as ttgl
 
-        from gpu.gluon_probes import shared_probe_2d
-        from harness.targets.gluon import shared_linear, to_gluon
-        from oracles import triton_layouts as tl
+        from layoutfuzz.gpu.gluon_probes import shared_probe_2d
+        from layoutfuzz.harness.targets.gluon import shared_linear, to_gluon
+        from layoutfuzz.oracles import triton_layouts as tl
 
         p = case.params
         s0, s1 = p["shape"]
@@ -439,7 +439,7 @@ class TritonConvertLayoutShuffle(TritonConvertLayout):
                 yield params
 
     def availability(self) -> Availability:
-        from harness.triton_compat.lowering import supports
+        from layoutfuzz.harness.triton_compat.lowering import supports
 
         found = super().availability()
         if not found.available:

@@ -11,14 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from generators.case import Case
-from generators.shrink import replaced
-from generators.source import Source
-from gpu.targets import compare_windows
-from gpu.triton_targets import GluonKernelTarget
-from harness.compare import Comparison
-from harness.target import Attribution
-from oracles.tma import block_boxes
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.shrink import replaced
+from layoutfuzz.generators.source import Source
+from layoutfuzz.gpu.targets import compare_windows
+from layoutfuzz.gpu.triton_targets import GluonKernelTarget
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.target import Attribution
+from layoutfuzz.oracles.tma import block_boxes
 
 INT_TYPES = {8: "int8", 16: "int16", 32: "int32"}
 GRANULE_EVIDENCE = ("replayed one layer down in the same case: the raw TMA store (gpu/kernels/tma_copy.cu, cuda.core and "
@@ -47,7 +47,7 @@ def first_box(p: Mapping[str, Any]):
 
 @cache
 def _store_runner():
-    from gpu.tma import TmaStoreRunner
+    from layoutfuzz.gpu.tma import TmaStoreRunner
 
     return TmaStoreRunner()
 
@@ -56,7 +56,7 @@ def raw_store_past_bound(p: Mapping[str, Any]) -> bool | None:
     """Whether the raw TMA store (no Triton) of the block's box that reaches the innermost bound
     writes past that bound; None where no box reaches an unaligned bound, or a coordinate is
     negative (a store there traps: a finding of its own)."""
-    from gpu.tma import DTYPE_BY_BYTES, TensorMapParams
+    from layoutfuzz.gpu.tma import DTYPE_BY_BYTES, TensorMapParams
 
     e = p["elem_bits"] // 8
     shape, coord, pitch = p["global_shape"], p["coord"], padded_shape(p)
@@ -213,9 +213,9 @@ class TritonTma(GluonKernelTarget):
         from triton.experimental.gluon import language as ttgl
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-        from gpu.gluon_probes import tma_probe
-        from gpu.targets import WINDOW, _tma_runner
-        from gpu.tma import expected_window
+        from layoutfuzz.gpu.gluon_probes import tma_probe
+        from layoutfuzz.gpu.targets import WINDOW, _tma_runner
+        from layoutfuzz.gpu.tma import expected_window
 
         p = case.params
         dtype = getattr(torch, INT_TYPES[p["elem_bits"]])

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from generators.case import Case
-from generators.shrink import replaced
-from generators.source import Source
-from gpu.triton_targets import GluonKernelTarget
-from harness.compare import Comparison
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.shrink import replaced
+from layoutfuzz.generators.source import Source
+from layoutfuzz.gpu.triton_targets import GluonKernelTarget
+from layoutfuzz.harness.compare import Comparison
 
 # storage types -> (torch dtype name, Triton signature type)
 STORAGE = {"i8": ("int8", "i8"), "i16": ("int16", "i16"), "i32": ("int32", "i32"), "e4m3": ("float8_e4m3fn", "fp8e4nv"),
@@ -142,7 +142,7 @@ class TritonWgmma(GluonKernelTarget):
     def run(self, case: Case) -> Any:
         import torch
 
-        from gpu.gluon_probes import wgmma_probe
+        from layoutfuzz.gpu.gluon_probes import wgmma_probe
 
         p = case.params
         a, b, c = operand_data(case)

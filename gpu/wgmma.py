@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from gpu.device import KernelRunner
-from oracles.wgmma import CanonicalLayout, Major, MatrixDescriptor, SwizzleMode, descriptor_base_offset
+from layoutfuzz.gpu.device import KernelRunner
+from layoutfuzz.oracles.wgmma import CanonicalLayout, Major, MatrixDescriptor, SwizzleMode, descriptor_base_offset
 
 WINDOW = 32 * 1024
 # element type -> (kernel code, bits, digit bits: the largest n with every integer below 2^n exact)

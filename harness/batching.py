@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generators.case import Case
-from harness.target import Target
+from layoutfuzz.generators.case import Case
+from layoutfuzz.harness.target import Target
 
 BATCH_SECONDS = 0.1  # of work per batch the runner aims at: short enough that a deadline or Ctrl-C is not kept waiting
 
@@ -148,7 +148,7 @@ class ProgressFile:
 
 def cases_of(target: Target, seed: int, payload: Sequence[Any]) -> Iterator[tuple[int, Case | None, str, str]]:
     """(position, case, family, error) of each item: generated from its index, or read from its dict."""
-    from harness.runner import make_case  # the one definition of a case's params
+    from layoutfuzz.harness.runner import make_case  # the one definition of a case's params
 
     for k, item in enumerate(payload):
         case = Case.from_dict(item) if isinstance(item, dict) else Case(target.name, seed, item, {})

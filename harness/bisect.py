@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.environments import TritonEnvironment
+from layoutfuzz.harness.environments import TritonEnvironment
 
 
 @dataclass(frozen=True)

@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from harness import registry
-from harness.batching import StoredPass
-from harness.runner import Result, Runner, Shard, make_case, run_cases, share
-from harness.target import OUTCOMES, Outcome, Target
-from reports.buckets import PROBLEMS, bucket_table
-from reports.report import bounded, build_report, environment_versions, root_cause_and_bucket
-from reports.store import DB_NAME, DirectoryLock, Store, StoreError, report_name, write_atomically
-from reports.tables import pass_rate_table, render, write_tables
+from layoutfuzz.harness import registry
+from layoutfuzz.harness.batching import StoredPass
+from layoutfuzz.harness.runner import Result, Runner, Shard, make_case, run_cases, share
+from layoutfuzz.harness.target import OUTCOMES, Outcome, Target
+from layoutfuzz.reports.buckets import PROBLEMS, bucket_table
+from layoutfuzz.reports.report import bounded, build_report, environment_versions, root_cause_and_bucket
+from layoutfuzz.reports.store import DB_NAME, DirectoryLock, Store, StoreError, report_name, write_atomically
+from layoutfuzz.reports.tables import pass_rate_table, render, write_tables
 
 if TYPE_CHECKING:
-    from harness.reduce import Reduction
+    from layoutfuzz.harness.reduce import Reduction
 
 DEFAULT_OUT = "layoutfuzz-out"
 DEFAULT_TARGETS = "triton.linear_layout,triton.layouts,triton.shared_layouts,triton.bank_conflicts,triton.compile"  # every CPU target
@@ -316,7 +316,7 @@ def reduce_representatives(store: Store, buckets: pd.DataFrame, specs: dict[str,
                            max_tries: int, jobs: int = 1) -> None:
     """Reduces each bucket's representative: its report gains ``reduced_case`` and a case file
     ``reports/NAME.reduced.json`` is written beside it, with the command that replays it."""
-    from harness.reduce import reduce_case
+    from layoutfuzz.harness.reduce import reduce_case
 
     with Runner(jobs=jobs, timeout_s=timeout) as runner:
         for row in buckets.itertuples():

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import registry
-from harness.campaign import (
+from layoutfuzz.harness import registry
+from layoutfuzz.harness.campaign import (
     DEFAULT_BUDGET_S,
     DEFAULT_OUT,
     DEFAULT_TARGETS,
@@ -21,16 +21,23 @@ from harness.campaign import (
     open_store,
     run_campaign,
 )
-from harness.cli_cases import cmd_reduce, cmd_reproduce
-from harness.cli_coverage import add_coverage_parser
-from harness.cli_triage import add_known_parser, campaign_root_causes, cmd_buckets, cmd_diff, cmd_nightly, diff_summary
-from harness.cli_versions import add_version_parsers
-from harness.runner import Shard
-from reports.buckets import PROBLEMS, bucket_table, diff_buckets
-from reports.junit import junit_xml
-from reports.ledger import DEFAULT_LEDGER
-from reports.store import write_atomically
-from reports.tables import FORMATS, for_terminal, pass_rate_table, render
+from layoutfuzz.harness.cli_cases import cmd_reduce, cmd_reproduce
+from layoutfuzz.harness.cli_coverage import add_coverage_parser
+from layoutfuzz.harness.cli_triage import (
+    add_known_parser,
+    campaign_root_causes,
+    cmd_buckets,
+    cmd_diff,
+    cmd_nightly,
+    diff_summary,
+)
+from layoutfuzz.harness.cli_versions import add_version_parsers
+from layoutfuzz.harness.runner import Shard
+from layoutfuzz.reports.buckets import PROBLEMS, bucket_table, diff_buckets
+from layoutfuzz.reports.junit import junit_xml
+from layoutfuzz.reports.ledger import DEFAULT_LEDGER
+from layoutfuzz.reports.store import write_atomically
+from layoutfuzz.reports.tables import FORMATS, for_terminal, pass_rate_table, render
 
 
 def parse_duration(text: str) -> float:
@@ -131,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     import sqlite3
 
-    from reports.history import HISTORY, pass_rates_over_time
+    from layoutfuzz.reports.history import HISTORY, pass_rates_over_time
 
     try:
         table = pass_rates_over_time(Path(args.root), args.families)
@@ -150,7 +157,7 @@ def write_html(directory: Path, root_causes: pd.DataFrame | None = None, table: 
     """``DIR/report.html``: the pass-rate table (``table`` where the campaign has just computed it: counting is a
     scan of every row), then each root cause with its status, attribution and a picture of its reduced case, in
     one offline page."""
-    from reports.pictures import html_report
+    from layoutfuzz.reports.pictures import html_report
 
     store = open_store(directory)
     problems = store.frame(PROBLEMS)
@@ -181,7 +188,7 @@ def cmd_html(args: argparse.Namespace) -> int:
 def cmd_selftest(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from harness import selftest
+    from layoutfuzz.harness import selftest
 
     clean = selftest.baseline()
     broken = {name: n for name, n in clean.items() if n}

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators.case import Case, parse_case_id
-from harness import registry
-from harness.campaign import (
+from layoutfuzz.generators.case import Case, parse_case_id
+from layoutfuzz.harness import registry
+from layoutfuzz.harness.campaign import (
     UsageError,
     campaign_targets,
     load_target,
@@ -21,9 +21,9 @@ from harness.campaign import (
     replay_command,
     save_reduction,
 )
-from harness.runner import Result, Runner, make_case
-from harness.target import Outcome, Target
-from reports.store import DB_NAME, write_atomically
+from layoutfuzz.harness.runner import Result, Runner, make_case
+from layoutfuzz.harness.target import Outcome, Target
+from layoutfuzz.reports.store import DB_NAME, write_atomically
 
 
 @dataclass(frozen=True)
@@ -129,8 +129,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def verdict(result: Result) -> dict[str, Any]:
     """What a replay gave, for tools (``bisect`` reads it): outcome, root cause, bucket, versions."""
-    from harness.signatures import root_cause
-    from reports.report import bucket_key, environment_versions
+    from layoutfuzz.harness.signatures import root_cause
+    from layoutfuzz.reports.report import bucket_key, environment_versions
 
     failed = result.outcome is not Outcome.PASS
     return {"case": result.case.case_id, "target": result.case.target, "outcome": result.outcome.value,
@@ -152,7 +152,7 @@ def _reduced_file(args: argparse.Namespace, named: NamedCase) -> Path:
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:
-    from harness.reduce import reduce_case
+    from layoutfuzz.harness.reduce import reduce_case
 
     named = named_case(args)
     case, target = named.case, named.target

@@ -6,10 +6,10 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from harness import registry
-from harness.campaign import UsageError, load_target
-from harness.coverage import measure, pair_coverage, pair_table, value_table
-from reports.tables import FORMATS, render
+from layoutfuzz.harness import registry
+from layoutfuzz.harness.campaign import UsageError, load_target
+from layoutfuzz.harness.coverage import measure, pair_coverage, pair_table, value_table
+from layoutfuzz.reports.tables import FORMATS, render
 
 DEFAULT_CASES = 10_000
 

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.campaign import UsageError, campaign_targets, open_store, reduced_path, replay_command
-from harness.nightly import root_cause_table, run_night
-from harness.target import PARTIES
-from reports import ledger as ledger_file
-from reports.attribution import attribute
-from reports.buckets import bucket_table, diff_buckets
-from reports.junit import junit_xml
-from reports.store import DB_NAME, write_atomically
-from reports.tables import for_terminal, render
-from reports.triage import FAILING, Triage, TriageError
+from layoutfuzz.harness.campaign import UsageError, campaign_targets, open_store, reduced_path, replay_command
+from layoutfuzz.harness.nightly import root_cause_table, run_night
+from layoutfuzz.harness.target import PARTIES
+from layoutfuzz.reports import ledger as ledger_file
+from layoutfuzz.reports.attribution import attribute
+from layoutfuzz.reports.buckets import bucket_table, diff_buckets
+from layoutfuzz.reports.junit import junit_xml
+from layoutfuzz.reports.store import DB_NAME, write_atomically
+from layoutfuzz.reports.tables import for_terminal, render
+from layoutfuzz.reports.triage import FAILING, Triage, TriageError
 
 
 def _night(text: str | None) -> str:
@@ -35,8 +35,8 @@ def _night(text: str | None) -> str:
 
 
 def cmd_nightly(args: argparse.Namespace) -> int:
-    from harness.cli import write_html
-    from reports.history import record_night
+    from layoutfuzz.harness.cli import write_html
+    from layoutfuzz.reports.history import record_night
 
     night = _night(args.date)
     suffix = "" if args.shard.count == 1 else f"-shard{args.shard.index}of{args.shard.count}"

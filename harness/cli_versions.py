@@ -11,13 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-from gpu.prebuilt import folder_version
-from harness import environments
-from harness.bisect import bisect, replay
-from harness.campaign import UsageError
-from harness.cli_cases import read_case_file
-from harness.environments import EnvironmentFailure, TritonEnvironment
-from harness.matrix import (
+from layoutfuzz.gpu.prebuilt import folder_version
+from layoutfuzz.harness import environments
+from layoutfuzz.harness.bisect import bisect, replay
+from layoutfuzz.harness.campaign import UsageError
+from layoutfuzz.harness.cli_cases import read_case_file
+from layoutfuzz.harness.environments import EnvironmentFailure, TritonEnvironment
+from layoutfuzz.harness.matrix import (
     VersionRun,
     check_settings,
     folder_name,
@@ -28,10 +28,10 @@ from harness.matrix import (
     run_version,
     write_matrix,
 )
-from reports import ledger as ledger_file
-from reports.ledger import DEFAULT_LEDGER
-from reports.store import write_atomically
-from reports.tables import FORMATS, for_terminal, render
+from layoutfuzz.reports import ledger as ledger_file
+from layoutfuzz.reports.ledger import DEFAULT_LEDGER
+from layoutfuzz.reports.store import write_atomically
+from layoutfuzz.reports.tables import FORMATS, for_terminal, render
 
 DEFAULT_MATRIX_OUT = "layoutfuzz-matrix"
 
@@ -196,9 +196,9 @@ def _identity(problem: ledger_file.KnownProblem) -> dict[str, str]:
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    from harness.campaign import load_target, target_specs
-    from harness.precompile import Job, compile_all
-    from harness.runner import make_case
+    from layoutfuzz.harness.campaign import load_target, target_specs
+    from layoutfuzz.harness.precompile import Job, compile_all
+    from layoutfuzz.harness.runner import make_case
 
     if args.triton:  # each release compiles in its own environment, into OUT/triton-VERSION
         try:

@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from generators.space import Space
-from harness.runner import make_case
-from harness.target import Target
+from layoutfuzz.generators.space import Space
+from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import Target
 
 SHOWN = 8  # values or pairs a table cell lists before "... and N more"
 

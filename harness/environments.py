@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from harness.triton_compat import parse_version
+from layoutfuzz.harness.triton_compat import parse_version
 
 PACKAGES = ("harness", "oracles", "generators", "gpu", "reports")  # what the linked source folder holds
 READY = "layoutfuzz-ready.json"  # written last: an environment without it is half made and is remade
@@ -32,7 +33,7 @@ class EnvironmentFailure(Exception):
 
 @dataclass(frozen=True)
 class TritonEnvironment:
-    """An interpreter with one Triton, ready to run ``python -m harness.cli`` with layoutfuzz's code."""
+    """An interpreter with one Triton, ready to run ``python -m layoutfuzz.harness.cli`` with layoutfuzz's code."""
 
     label: str  # "3.9.0", or the name of the user's wheel or interpreter
     python: Path
@@ -40,7 +41,7 @@ class TritonEnvironment:
     variables: tuple[tuple[str, str], ...] = ()  # set for its commands (a folder of prebuilt kernels)
 
     def command(self, *args: str) -> list[str]:
-        return [str(self.python), "-m", "harness.cli", *args]
+        return [str(self.python), "-m", "layoutfuzz.harness.cli", *args]
 
     def env(self) -> dict[str, str]:
         """The environment variables its commands run with: layoutfuzz's code first on the path."""
@@ -56,19 +57,18 @@ def cache_root() -> Path:
 
 
 def linked_source() -> Path:
-    """A folder of links to the packages of the running layoutfuzz (editable checkout or installed),
-    without anything else of its site-packages (which would bring this interpreter's Triton)."""
-    import harness
-
-    home = Path(harness.__file__).resolve().parent.parent
-    folder = cache_root() / "source" / hashlib.sha1(str(home).encode()).hexdigest()[:12]
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in PACKAGES:
-        link = folder / name
-        if not link.is_symlink() or link.resolve() != home / name:
-            tmp = folder / f".{name}.{os.getpid()}"
+    """A folder holding ``layoutfuzz/`` with links to the packages of the running layoutfuzz (editable checkout
+    or installed), without anything else of its site-packages (which would bring this interpreter's Triton)."""
+    homes = {name: Path(importlib.import_module(f"layoutfuzz.{name}").__file__).resolve().parent for name in PACKAGES}
+    folder = cache_root() / "source" / hashlib.sha1(str(homes["harness"]).encode()).hexdigest()[:12]
+    namespace = folder / "layoutfuzz"  # no __init__.py: layoutfuzz is a namespace package, as installed
+    namespace.mkdir(parents=True, exist_ok=True)
+    for name, home in homes.items():
+        link = namespace / name
+        if not link.is_symlink() or link.resolve() != home:
+            tmp = namespace / f".{name}.{os.getpid()}"
             tmp.unlink(missing_ok=True)
-            tmp.symlink_to(home / name)
+            tmp.symlink_to(home)
             os.replace(tmp, link)
     return folder
 
@@ -187,7 +187,7 @@ def for_python(python: str | Path) -> TritonEnvironment:
 
 def for_kernels(folder: Path) -> TritonEnvironment:
     """This interpreter running the kernels another Triton compiled ahead (``DIR/triton-VERSION``)."""
-    from gpu.prebuilt import ENV, folder_version
+    from layoutfuzz.gpu.prebuilt import ENV, folder_version
 
     version = folder_version(folder)
     return TritonEnvironment(version, Path(sys.executable), version, ((ENV, str(folder.resolve())),))

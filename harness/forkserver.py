@@ -23,7 +23,7 @@ def context(preload: Iterable[str] = ()) -> BaseContext:
     """The start method workers use: the fork server, importing ``preload`` ahead when it starts
     (the server of this process starts with its first worker; later ``preload`` lists add nothing)."""
     ctx = multiprocessing.get_context("forkserver")
-    os.environ[PRELOAD_ENV] = ",".join(dict.fromkeys(("harness.runner", *preload)))
+    os.environ[PRELOAD_ENV] = ",".join(dict.fromkeys(("layoutfuzz.harness.runner", *preload)))
     # multiprocessing runs the parent's main module again in every child (the ``layoutfuzz`` script:
     # harness.cli and pandas, seconds per worker); the server runs it once instead (its own "__main__"
     # preload never does: it looks for a key that get_preparation_data does not write)
@@ -31,5 +31,5 @@ def context(preload: Iterable[str] = ()) -> BaseContext:
     main = ("name:" + data["init_main_from_name"] if "init_main_from_name" in data
             else "path:" + data.get("init_main_from_path", ""))
     os.environ[MAIN_ENV] = main
-    ctx.set_forkserver_preload(["harness.forkserver_warm"])
+    ctx.set_forkserver_preload(["layoutfuzz.harness.forkserver_warm"])
     return ctx

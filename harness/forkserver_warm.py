@@ -10,7 +10,7 @@ import signal
 import sys
 from multiprocessing import spawn
 
-from harness.forkserver import MAIN_ENV, PRELOAD_ENV
+from layoutfuzz.harness.forkserver import MAIN_ENV, PRELOAD_ENV
 
 
 def _in_fork_server() -> bool:

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.campaign import UsageError, open_store
-from harness.environments import TritonEnvironment
-from harness.triton_compat import parse_version
-from reports.buckets import bucket_table
-from reports.store import DB_NAME, write_atomically
-from reports.tables import pass_rate_table, render
+from layoutfuzz.harness.campaign import UsageError, open_store
+from layoutfuzz.harness.environments import TritonEnvironment
+from layoutfuzz.harness.triton_compat import parse_version
+from layoutfuzz.reports.buckets import bucket_table
+from layoutfuzz.reports.store import DB_NAME, write_atomically
+from layoutfuzz.reports.tables import pass_rate_table, render
 
 SETTINGS = "matrix.json"
 

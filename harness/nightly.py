@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from generators.case import Case
-from harness.campaign import (
+from layoutfuzz.generators.case import Case
+from layoutfuzz.harness.campaign import (
     Campaign,
     UsageError,
     load_target,
@@ -25,15 +25,15 @@ from harness.campaign import (
     system_version,
     target_specs,
 )
-from harness.runner import Runner
-from harness.signatures import root_cause
-from harness.target import Target
-from harness.triton_compat import parse_version
-from reports import ledger as ledger_file
-from reports.attribution import attribute
-from reports.store import write_atomically
-from reports.tables import render
-from reports.triage import FAILING, Replay, Triage, TriageError
+from layoutfuzz.harness.runner import Runner
+from layoutfuzz.harness.signatures import root_cause
+from layoutfuzz.harness.target import Target
+from layoutfuzz.harness.triton_compat import parse_version
+from layoutfuzz.reports import ledger as ledger_file
+from layoutfuzz.reports.attribution import attribute
+from layoutfuzz.reports.store import write_atomically
+from layoutfuzz.reports.tables import render
+from layoutfuzz.reports.triage import FAILING, Replay, Triage, TriageError
 
 REPRODUCERS = "reproducers"
 ROOT_CAUSE_COLUMNS = ["status", "bucket", "target", "outcome", "signature", "attribution", "cases", "families",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from harness import forkserver
+from layoutfuzz.harness import forkserver
 
 
 @dataclass(frozen=True)

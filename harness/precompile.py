@@ -13,10 +13,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
-from generators.case import Case
-from gpu.prebuilt import CompiledKernel, kernel_path
-from harness import registry
-from reports.store import write_atomically
+from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.prebuilt import CompiledKernel, kernel_path
+from layoutfuzz.harness import registry
+from layoutfuzz.reports.store import write_atomically
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ class Job:
 
 def _compile(spec: str, case: dict, folder: str) -> str:
     """In a worker: compile one case's kernel (unless filed already) and file it."""
-    from gpu.triton_targets import variant_params
-    from harness.triton_compat.lowering import supports
+    from layoutfuzz.gpu.triton_targets import variant_params
+    from layoutfuzz.harness.triton_compat.lowering import supports
 
     target = registry.load(spec)
     case = Case.from_dict(case)
@@ -55,7 +55,7 @@ def compile_all(jobs: Iterable[Job], folder: Path, workers: int, timeout: float,
     from pebble import ProcessExpired, ProcessPool
     from tqdm import tqdm
 
-    from gpu.triton_targets import variant_params
+    from layoutfuzz.gpu.triton_targets import variant_params
 
     jobs = list(jobs)
     counts: Counter = Counter()

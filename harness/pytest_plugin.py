@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import Shard
+from layoutfuzz.harness.runner import Shard
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,8 +53,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         return
     import pandas as pd
 
-    from reports.store import DB_NAME, Store
-    from reports.tables import pass_rate_table, render
+    from layoutfuzz.reports.store import DB_NAME, Store
+    from layoutfuzz.reports.tables import pass_rate_table, render
 
     stores = sorted(Path(config.getoption("--layoutfuzz-out")).glob(f"shard*/{DB_NAME}"))
     if stores:

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from generators.case import Case, canonical_json
-from harness.runner import Result, Runner
-from harness.signatures import root_cause
-from harness.target import Outcome, Target
+from layoutfuzz.generators.case import Case, canonical_json
+from layoutfuzz.harness.runner import Result, Runner
+from layoutfuzz.harness.signatures import root_cause
+from layoutfuzz.harness.target import Outcome, Target
 
 FAILING = (Outcome.DIVERGE, Outcome.CRASH, Outcome.TIMEOUT, Outcome.ERROR)
 

@@ -5,24 +5,24 @@ from __future__ import annotations
 import importlib
 from importlib.metadata import entry_points
 
-from harness.target import Target
+from layoutfuzz.harness.target import Target
 
 ENTRY_POINT_GROUP = "layoutfuzz.targets"
 
 BUILTIN: dict[str, str] = {
-    "triton.linear_layout": "harness.targets.triton_linear_layout:TritonLinearLayout",
-    "triton.layouts": "harness.targets.triton_layouts:TritonLayouts",
-    "triton.shared_layouts": "harness.targets.triton_shared_layouts:TritonSharedLayouts",
-    "triton.bank_conflicts": "harness.targets.triton_bank_conflicts:TritonBankConflicts",
-    "triton.compile": "harness.targets.triton_compile:TritonCompile",
-    "tma.swizzle": "gpu.targets:TmaSwizzle",
-    "wgmma.descriptor": "gpu.targets:WgmmaDescriptor",
-    "triton.convert_layout": "gpu.triton_targets:TritonConvertLayout",
-    "triton.convert_layout_shuffle": "gpu.triton_targets:TritonConvertLayoutShuffle",
-    "triton.shared_memory": "gpu.triton_targets:TritonSharedMemory",
-    "triton.tma": "gpu.triton_tma:TritonTma",
-    "triton.wgmma": "gpu.triton_wgmma:TritonWgmma",
-    "pycute.layouts": "harness.targets.pycute_layouts:PycuteLayouts",
+    "triton.linear_layout": "layoutfuzz.harness.targets.triton_linear_layout:TritonLinearLayout",
+    "triton.layouts": "layoutfuzz.harness.targets.triton_layouts:TritonLayouts",
+    "triton.shared_layouts": "layoutfuzz.harness.targets.triton_shared_layouts:TritonSharedLayouts",
+    "triton.bank_conflicts": "layoutfuzz.harness.targets.triton_bank_conflicts:TritonBankConflicts",
+    "triton.compile": "layoutfuzz.harness.targets.triton_compile:TritonCompile",
+    "tma.swizzle": "layoutfuzz.gpu.targets:TmaSwizzle",
+    "wgmma.descriptor": "layoutfuzz.gpu.targets:WgmmaDescriptor",
+    "triton.convert_layout": "layoutfuzz.gpu.triton_targets:TritonConvertLayout",
+    "triton.convert_layout_shuffle": "layoutfuzz.gpu.triton_targets:TritonConvertLayoutShuffle",
+    "triton.shared_memory": "layoutfuzz.gpu.triton_targets:TritonSharedMemory",
+    "triton.tma": "layoutfuzz.gpu.triton_tma:TritonTma",
+    "triton.wgmma": "layoutfuzz.gpu.triton_wgmma:TritonWgmma",
+    "pycute.layouts": "layoutfuzz.harness.targets.pycute_layouts:PycuteLayouts",
 }
 
 

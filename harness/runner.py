@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generators.case import Case
-from generators.source import source_for
-from harness import registry
-from harness.batching import Batch, BatchSize, Progress, ProgressFile, StoredPass, cases_of
-from harness.compare import clipped, summarised, to_jsonable
-from harness.pool import Died, Finished, WorkerPool
-from harness.stored_passes import store_passes
-from harness.target import Outcome, Target, Unsupported, batched
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.source import source_for
+from layoutfuzz.harness import registry
+from layoutfuzz.harness.batching import Batch, BatchSize, Progress, ProgressFile, StoredPass, cases_of
+from layoutfuzz.harness.compare import clipped, summarised, to_jsonable
+from layoutfuzz.harness.pool import Died, Finished, WorkerPool
+from layoutfuzz.harness.stored_passes import store_passes
+from layoutfuzz.harness.target import Outcome, Target, Unsupported, batched
 
 WORKER_LOG_LINES = 20
 LOG_TAIL_BYTES = 64 * 1024  # of a crashed worker's output, read back

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpu.targets import cuda_device_count
+from layoutfuzz.gpu.targets import cuda_device_count
 
 IDENTIFY = ("from cuda.bindings import runtime\n"
             "err, prop = runtime.cudaGetDeviceProperties(0)\n"
@@ -24,7 +24,7 @@ def test_campaign_shard(layoutfuzz_shard, request):
         env["CUDA_VISIBLE_DEVICES"] = str(int(worker.removeprefix("gw")) % gpus)
     shard = layoutfuzz_shard
     out = Path(config.getoption("--layoutfuzz-out")) / f"shard{shard.index}of{shard.count}"
-    command = [sys.executable, "-m", "harness.cli", "run", "--targets", config.getoption("--layoutfuzz-targets"),
+    command = [sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--targets", config.getoption("--layoutfuzz-targets"),
                "--seed", config.getoption("--layoutfuzz-seed"), "--shard", str(shard), "--out", str(out), "-q"]
     command += ["--resume"] if (out / "layoutfuzz.sqlite").exists() else []
     cases = config.getoption("--layoutfuzz-cases")

@@ -12,9 +12,9 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from unittest import mock
 
-from harness import truth
-from oracles import wgmma
-from oracles.tma import SwizzleMode, TiledBox
+from layoutfuzz.harness import truth
+from layoutfuzz.oracles import wgmma
+from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 
 REQUIRED_SCORE = 0.95
 MAX_BUCKETS = 2  # a planted fault may land in at most this many root causes
@@ -25,8 +25,8 @@ MAX_BUCKETS = 2  # a planted fault may land in at most this many root causes
 
 def tma_records(first_only: bool = False) -> int:
     """Recorded TMA windows (H200) the oracle does not reproduce."""
-    from gpu.targets import box_from_params
-    from gpu.tma import expected_window
+    from layoutfuzz.gpu.targets import box_from_params
+    from layoutfuzz.gpu.tma import expected_window
 
     wrong = 0
     for case in truth.HW_TMA["cases"]:
@@ -40,7 +40,7 @@ def tma_records(first_only: bool = False) -> int:
 
 def wgmma_records(first_only: bool = False) -> int:
     """Recorded wgmma operand reads (H200, every type) the oracle does not reproduce."""
-    from gpu.wgmma import probe_layout
+    from layoutfuzz.gpu.wgmma import probe_layout
 
     wrong = 0
     for case in truth.HW_WGMMA["cases"] + truth.HW_WGMMA_TYPES["cases"]:
@@ -53,8 +53,8 @@ def wgmma_records(first_only: bool = False) -> int:
 
 def convert_records(first_only: bool = False) -> int:
     """Recorded Gluon conversions (H100) where the oracle names another holder for some element."""
-    from gpu import triton_targets
-    from oracles.linear_layout import LinearLayout
+    from layoutfuzz.gpu import triton_targets
+    from layoutfuzz.oracles.linear_layout import LinearLayout
 
     wrong = 0
     for case in truth.HW_CONVERT["cases"]:
@@ -135,8 +135,8 @@ def _lbo_field_honoured() -> Iterator[None]:
     """The descriptor's LBO field (in 16-byte units) used for swizzled K-major operands."""
     import dataclasses
 
-    from gpu import wgmma as probe
-    from oracles.cute import Layout
+    from layoutfuzz.gpu import wgmma as probe
+    from layoutfuzz.oracles.cute import Layout
 
     layout, read = wgmma.CanonicalLayout.layout, probe.probe_layout
 
@@ -163,14 +163,14 @@ def _broadcast_bits(layout) -> int:
 
 
 def _holders(change: Callable) -> AbstractContextManager:
-    from gpu import triton_targets
+    from layoutfuzz.gpu import triton_targets
 
     original = triton_targets.holders
     return mock.patch.object(triton_targets, "holders", lambda layout, shape: change(layout, shape, original))
 
 
 def _dropped_broadcast(layout, shape, original):
-    from oracles.linear_layout import LinearLayout
+    from layoutfuzz.oracles.linear_layout import LinearLayout
 
     kept = tuple((n, tuple(b for b in bs if any(b)) if n in ("lane", "warp") else bs) for n, bs in layout.in_dims)
     return original(LinearLayout(kept, layout.out_dims), shape)
@@ -275,8 +275,8 @@ class _Inline:
 
 def divergence(target, mutant: Mutant, case, family: str = ""):
     """The outcome of ``case`` with the fault planted in the oracle, against the hardware's answer."""
-    from harness.runner import Result
-    from harness.target import Outcome
+    from layoutfuzz.harness.runner import Result
+    from layoutfuzz.harness.target import Outcome
 
     observed = target.expected(case)
     try:
@@ -291,10 +291,10 @@ def divergence(target, mutant: Mutant, case, family: str = ""):
 def spread(mutant: Mutant, max_tries: int = 60, records: int = 150) -> Spread:
     """The first ``records`` recorded cases of the mutant's evidence run as a campaign would: bucketed
     by root cause, the first failing one reduced. Table evidence (seed 004) has no cases: None."""
-    from generators.case import Case
-    from harness import registry
-    from harness.reduce import reduce_case
-    from harness.signatures import root_cause
+    from layoutfuzz.generators.case import Case
+    from layoutfuzz.harness import registry
+    from layoutfuzz.harness.reduce import reduce_case
+    from layoutfuzz.harness.signatures import root_cause
 
     if mutant.evidence not in EVIDENCE_TARGETS:
         return Spread(mutant, 0, (), None, None)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from harness.runner import Result
-from harness.target import Outcome
+from layoutfuzz.harness.runner import Result
+from layoutfuzz.harness.target import Outcome
 
 LIMIT = 160  # characters of a message kept in a signature
 

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from generators.case import Case
-from generators.source import Source
-from generators.space import Space
-from harness.compare import Comparison, compare_values
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Space
+from layoutfuzz.harness.compare import Comparison, compare_values
 
 
 class Outcome(enum.StrEnum):

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles import f2
-from oracles.linear_layout import LayoutError, LinearLayout
+from layoutfuzz.oracles import f2
+from layoutfuzz.oracles.linear_layout import LayoutError, LinearLayout
 
 REGISTER, LANE, WARP, OFFSET = "register", "lane", "warp", "offset"
 BANKS, BANK_BYTES, WAVEFRONT_BYTES, MAX_VECTOR_BITS = 32, 4, 128, 128

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Union
 
-from oracles.linear_layout import LayoutError, LinearLayout
+from layoutfuzz.oracles.linear_layout import LayoutError, LinearLayout
 
 IntTuple = Union[int, tuple["IntTuple", ...]]  # noqa: UP007 (recursive alias)
 

@@ -11,7 +11,7 @@ and the layout-algebra documentation, ``02_layout_algebra.md``).
 
 from __future__ import annotations
 
-from oracles.cute import Layout
+from layoutfuzz.oracles.cute import Layout
 
 Violations = list[tuple[str, str]]
 SHOWN = 3  # examples kept per property

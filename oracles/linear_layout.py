@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from oracles import f2
+from layoutfuzz.oracles import f2
 
 Basis = tuple[int, ...]
 InDim = tuple[str, tuple[Basis, ...]]

@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from math import ceil, prod
 
-from oracles.cute import Swizzle
-from oracles.linear_layout import LayoutError, LinearLayout
+from layoutfuzz.oracles.cute import Swizzle
+from layoutfuzz.oracles.linear_layout import LayoutError, LinearLayout
 
 ADDRESS_BITS = 18  # 228 KiB of shared memory per SM fits in 18 bits
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.tma import SwizzleMode, TiledBox
+from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 
 GRANULE = 8  # bytes moved together by every mode (the 128B/32B+8B flip moves 8-byte halves)
 RANK = 5

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
-from oracles.linear_layout import LayoutError, LinearLayout, log2_exact
+from layoutfuzz.oracles.linear_layout import LayoutError, LinearLayout, log2_exact
 
 REGISTER, LANE, WARP, BLOCK, OFFSET = "register", "lane", "warp", "block", "offset"
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from oracles.cute import ComposedLayout, Layout, Swizzle
-from oracles.linear_layout import LayoutError, LinearLayout, log2_exact
+from layoutfuzz.oracles.cute import ComposedLayout, Layout, Swizzle
+from layoutfuzz.oracles.linear_layout import LayoutError, LinearLayout, log2_exact
 
 ELEMENT_BITS = (4, 8, 16, 32, 64)
 ADDRESS_BITS = 18  # matrix-descriptor-encode keeps x & 0x3FFFF

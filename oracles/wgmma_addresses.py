@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from oracles.wgmma import CanonicalLayout, Major, SwizzleMode
+from layoutfuzz.oracles.wgmma import CanonicalLayout, Major, SwizzleMode
 
 
 def _coefficients(layout: CanonicalLayout) -> tuple[int, ...]:

@@ -4,8 +4,8 @@ own knowledge (a lower layer replayed, a documented hardware behaviour), else th
 
 from __future__ import annotations
 
-from harness.target import Attribution, Target
-from reports.ledger import KnownProblem
+from layoutfuzz.harness.target import Attribution, Target
+from layoutfuzz.reports.ledger import KnownProblem
 
 HARNESS = Attribution("harness", "layoutfuzz: an oracle, a target wrapper or the runner",
                       "an exception in layoutfuzz's own code (outcome error)")

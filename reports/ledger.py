@@ -12,9 +12,9 @@ from pathlib import Path
 
 import tomli_w
 
-from harness.target import PARTIES
-from reports.report import bucket_of
-from reports.store import write_atomically
+from layoutfuzz.harness.target import PARTIES
+from layoutfuzz.reports.report import bucket_of
+from layoutfuzz.reports.store import write_atomically
 
 DEFAULT_LEDGER = "layoutfuzz-known.toml"
 STATUSES = ("unreported", "open upstream", "fixed upstream", "expected behaviour", "hardware behaviour", "specification",
@@ -47,7 +47,7 @@ class KnownProblem:
     def present_in(self, version: str) -> bool | None:
         """Whether the problem is present in Triton ``version`` by its recorded range (None: no range, or
         another failure masks it there)."""
-        from harness.triton_compat import parse_version
+        from layoutfuzz.harness.triton_compat import parse_version
 
         if not self.first_bad or version in [m.strip() for m in self.masked.split(",")]:
             return None

@@ -47,7 +47,7 @@ def _cells(ax, grid: np.ndarray, bad: np.ndarray, title: str, xlabel: str, ylabe
 
 
 def _tma_figure(report: dict[str, Any]):
-    from gpu.triton_tma import first_box, padded_shape
+    from layoutfuzz.gpu.triton_tma import first_box, padded_shape
 
     plt = _plt()
     p = report["case"]["params"]
@@ -132,8 +132,8 @@ def _values_figure(report: dict[str, Any]):
 def _bank_figure(report: dict[str, Any]):
     """Which bank each lane's access hits in the busiest transaction; banks asked for two or more
     different 4-byte words (a conflict) in red."""
-    from harness.targets.triton_bank_conflicts import TritonBankConflicts
-    from oracles.algorithms import BANKS, busiest_access
+    from layoutfuzz.harness.targets.triton_bank_conflicts import TritonBankConflicts
+    from layoutfuzz.oracles.algorithms import BANKS, busiest_access
 
     plt = _plt()
     case = _case(report)
@@ -162,7 +162,7 @@ def _bank_figure(report: dict[str, Any]):
 def _thread_grid(bases: dict[str, list[list[int]]], shape: list[int]) -> np.ndarray:
     """For each element of ``shape`` (rows = all but the last dim), the first thread (lane + 32 warp)
     that holds it in a distributed layout's bases; -1 where none does."""
-    from oracles.linear_layout import LinearLayout
+    from layoutfuzz.oracles.linear_layout import LinearLayout
 
     names = [f"dim{i}" for i in range(len(shape))]
     layout = LinearLayout.from_bases({k: v for k, v in bases.items() if k in ("register", "lane", "warp")},
@@ -200,7 +200,7 @@ def _layout_figure(report: dict[str, Any]):
 
 
 def _case(report: dict[str, Any]):
-    from generators.case import Case
+    from layoutfuzz.generators.case import Case
 
     return Case.from_dict(report["case"])
 

@@ -11,9 +11,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.compare import summarised
-from harness.runner import Result
-from harness.signatures import root_cause
+from layoutfuzz.harness.compare import summarised
+from layoutfuzz.harness.runner import Result
+from layoutfuzz.harness.signatures import root_cause
 
 REPORT_SCHEMA = 1
 VALUE_LIMIT = 16 * 1024  # characters of JSON kept per expected/observed value; `reproduce` recomputes the rest

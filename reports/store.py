@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from generators.case import Case, parse_case_id
-from harness.runner import Result
-from harness.target import Outcome
+from layoutfuzz.generators.case import Case, parse_case_id
+from layoutfuzz.harness.runner import Result
+from layoutfuzz.harness.target import Outcome
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);

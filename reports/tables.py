@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.target import OUTCOMES
-from reports.store import write_atomically
+from layoutfuzz.harness.target import OUTCOMES
+from layoutfuzz.reports.store import write_atomically
 
 FORMATS = ("md", "csv", "html")
 

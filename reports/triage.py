@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from generators.case import Case
-from reports.store import transaction
+from layoutfuzz.generators.case import Case
+from layoutfuzz.reports.store import transaction
 
 HISTORY = "history.sqlite"
 SCHEMA = """

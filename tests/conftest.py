@@ -41,7 +41,7 @@ def known_problem(case_file: str):
     says which Tritons have the problem)."""
     from pathlib import Path
 
-    from reports import ledger
+    from layoutfuzz.reports import ledger
 
     root = Path(__file__).resolve().parent.parent
     return next(p for p in ledger.load(root / "layoutfuzz-known.toml").values() if p.reproducer.endswith(case_file))

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from harness.target import Target
+from layoutfuzz.harness.target import Target
 
 BEHAVIOURS = ("pass", "abort", "segfault", "hang", "diverge", "slow")
 
@@ -50,7 +50,7 @@ class UnavailableTarget(Target):
     name = "test.unavailable"
 
     def availability(self):
-        from harness.target import Availability
+        from layoutfuzz.harness.target import Availability
 
         return Availability(False, "needs hardware this machine does not have")
 

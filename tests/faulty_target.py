@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from harness.target import Target
+from layoutfuzz.harness.target import Target
 
 
 class Custom(BaseException):
@@ -136,7 +136,7 @@ class BatchedTarget(ValueTarget):
         return case.params["value"]
 
     def observed(self, case):
-        from harness.target import Unsupported
+        from layoutfuzz.harness.target import Unsupported
 
         behaviour = self.family(case)
         if behaviour == "abort":
@@ -159,7 +159,7 @@ class BatchedTarget(ValueTarget):
         return out
 
     def observed_batch(self, cases):
-        from harness.target import Unsupported
+        from layoutfuzz.harness.target import Unsupported
 
         if any(self.family(c) in ("abort", "hang") for c in cases):  # one launch for all: one bad case ends it
             for c in cases:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from harness.compare import Comparison
-from harness.target import Target
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.target import Target
 
 
 class PlantedTarget(Target):
@@ -46,7 +46,7 @@ class PlantedTarget(Target):
         return Comparison(False, 1, (f"expected {expected}, observed {observed}",), "register bit 2 dropped")
 
 
-from harness.targets.triton_bank_conflicts import TritonBankConflicts  # noqa: E402
+from layoutfuzz.harness.targets.triton_bank_conflicts import TritonBankConflicts  # noqa: E402
 
 
 class PlantedBankConflicts(TritonBankConflicts):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generators import legacy_layouts
-from generators.layouts import memory_layout
-from generators.source import HypothesisSource
-from oracles import triton_layouts as tl
-from oracles.algorithms import (
+from layoutfuzz.generators import legacy_layouts
+from layoutfuzz.generators.layouts import memory_layout
+from layoutfuzz.generators.source import HypothesisSource
+from layoutfuzz.oracles import triton_layouts as tl
+from layoutfuzz.oracles.algorithms import (
     contiguous_registers,
     conversion_plan,
     flat_columns,
@@ -17,7 +17,7 @@ from oracles.algorithms import (
     optimal_swizzle,
     shared_access,
 )
-from oracles.linear_layout import LinearLayout
+from layoutfuzz.oracles.linear_layout import LinearLayout
 
 
 def test_section_5_1_contiguity_for_a_one_wide_tensor():

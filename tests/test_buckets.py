@@ -6,13 +6,13 @@ import io
 
 import pandas as pd
 
-from generators.case import Case
-from harness.runner import Result
-from harness.signatures import root_cause
-from harness.target import Outcome
-from reports.buckets import bucket_table, diff_buckets
-from reports.report import bucket_key
-from reports.store import Store
+from layoutfuzz.generators.case import Case
+from layoutfuzz.harness.runner import Result
+from layoutfuzz.harness.signatures import root_cause
+from layoutfuzz.harness.target import Outcome
+from layoutfuzz.reports.buckets import bucket_table, diff_buckets
+from layoutfuzz.reports.report import bucket_key
+from layoutfuzz.reports.store import Store
 from tests.test_cli import CRASHY, layoutfuzz
 
 

@@ -15,12 +15,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASHY = "tests.crashy_target:CrashyTarget"
+# the checkout (for tests.*) before what the caller's PYTHONPATH already names (a source tree without an install)
+PYTHONPATH = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 
 def layoutfuzz(*args: str, cwd: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    environment = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    environment = dict(os.environ, PYTHONPATH=PYTHONPATH, **(env or {}))
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args], cwd=cwd, env=environment, capture_output=True, text=True,
+        [sys.executable, "-m", "layoutfuzz.harness.cli", *args], cwd=cwd, env=environment, capture_output=True, text=True,
         timeout=timeout,
     )
 
@@ -116,8 +118,8 @@ def test_existing_campaign_is_not_overwritten_silently(tmp_path):
 
 
 def test_sigkill_then_resume_loses_nothing_and_repeats_nothing(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    args = [sys.executable, "-m", "harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    args = [sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
             "--cases", "120", "--jobs", "2", "-q", "--out", "o"]
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -163,8 +165,8 @@ def test_unavailable_target_is_unsupported_never_pass(tmp_path):
 
 
 def test_ctrl_c_stops_keeps_everything_and_says_how_to_resume(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    args = [sys.executable, "-m", "harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    args = [sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
             "--cases", "400", "--jobs", "2", "-q", "--out", "o"]
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -210,9 +212,9 @@ def test_a_huge_case_count_starts_at_once(tmp_path):
 
 def test_a_second_writer_of_a_campaign_is_refused_in_one_line(tmp_path):
     # issue 19: two --resume runs duplicated work; a second --force deleted a running campaign's database
-    first = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
+    first = subprocess.Popen([sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
                               "--budget", "20s", "--jobs", "1", "-q", "--out", "out"], cwd=tmp_path,
-                             env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             env=dict(os.environ, PYTHONPATH=PYTHONPATH), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while not (tmp_path / "out" / "layoutfuzz.sqlite").exists() and time.monotonic() < deadline:
@@ -232,8 +234,8 @@ def test_a_full_disk_is_one_line_and_the_store_stays_resumable(tmp_path, monkeyp
     # issue 19: 7 of 7 disk-full trials ended with a raw traceback
     import errno
 
-    from harness import cli
-    from reports.store import Store
+    from layoutfuzz.harness import cli
+    from layoutfuzz.reports.store import Store
 
     real, calls = Store.record_many, []
 

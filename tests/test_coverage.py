@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from generators.space import Parameter, Space, bin_of, bins
-from harness.coverage import measure, pair_coverage, pair_table, value_table
-from harness.target import Target
+from layoutfuzz.generators.space import Parameter, Space, bin_of, bins
+from layoutfuzz.harness.coverage import measure, pair_coverage, pair_table, value_table
+from layoutfuzz.harness.target import Target
 
 
 class Toy(Target):
@@ -54,7 +54,7 @@ def test_bins_cover_a_field_exactly():
 
 
 def test_wgmma_shapes_per_type_follow_the_ptx_shape_lists():
-    from oracles.wgmma import WGMMA_N
+    from layoutfuzz.oracles.wgmma import WGMMA_N
 
     # PTX ISA 9.7.15.5: .f16 has m64n8k16 .. m64n256k16 in steps of 8; .s8 has n8, n16, n24, n32, n48, ... n256
     assert WGMMA_N["f16"][:3] == (8, 16, 24) and 40 in WGMMA_N["bf16"] and WGMMA_N["tf32"][-1] == 256
@@ -64,7 +64,7 @@ def test_wgmma_shapes_per_type_follow_the_ptx_shape_lists():
 @pytest.mark.parametrize("name", ["tma.swizzle", "wgmma.descriptor", "triton.linear_layout", "pycute.layouts", "triton.convert_layout"])
 def test_the_generators_never_draw_outside_the_legal_ranges(name):
     # a property of the generators against the spec's ranges: nothing drawn is outside, no illegal pair is drawn
-    from harness import registry
+    from layoutfuzz.harness import registry
 
     target = registry.load(name)
     space = target.parameter_space()

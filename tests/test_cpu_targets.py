@@ -8,20 +8,20 @@ from math import prod
 
 import pytest
 
-from generators.case import Case
-from harness.runner import Runner, make_case
-from harness.target import Outcome
-from oracles import triton_layouts as tl
+from layoutfuzz.generators.case import Case
+from layoutfuzz.harness.runner import Runner, make_case
+from layoutfuzz.harness.target import Outcome
+from layoutfuzz.oracles import triton_layouts as tl
 from tests.conftest import known_problem
 from tests.test_cli import layoutfuzz
 
 pytest.importorskip("triton.experimental.gluon", reason="needs Triton with Gluon")
 import triton  # noqa: E402
 
-from harness.targets.triton_bank_conflicts import TritonBankConflicts  # noqa: E402
-from harness.targets.triton_compile import TritonCompile, ptx_counts  # noqa: E402
-from harness.targets.triton_layouts import TritonLayouts  # noqa: E402
-from harness.triton_compat import at_least  # noqa: E402
+from layoutfuzz.harness.targets.triton_bank_conflicts import TritonBankConflicts  # noqa: E402
+from layoutfuzz.harness.targets.triton_compile import TritonCompile, ptx_counts  # noqa: E402
+from layoutfuzz.harness.targets.triton_layouts import TritonLayouts  # noqa: E402
+from layoutfuzz.harness.triton_compat import at_least  # noqa: E402
 
 
 def test_campaign_prints_families_with_shared_layout_aborts_as_crash_rows(tmp_path):
@@ -120,7 +120,7 @@ def test_finding_bank_conflicts_aborts_on_tensors_under_128_bytes():
     })
     assert target.expected(case)["bank_conflicts"] == 0
     with Runner(jobs=1, timeout_s=60) as runner:
-        runner.submit("harness.targets.triton_bank_conflicts:TritonBankConflicts", case, "swizzled_shared:8b")
+        runner.submit("layoutfuzz.harness.targets.triton_bank_conflicts:TritonBankConflicts", case, "swizzled_shared:8b")
         (result,) = runner.results(wait_s=60)
     assert result.outcome is Outcome.CRASH and "reshapeIns" in result.detail
 
@@ -163,7 +163,7 @@ def _unsettled(params) -> bool:
 
 
 def test_the_compilers_shared_layouts_agree_with_the_oracle_on_this_release():
-    from harness.targets.triton_shared_layouts import TritonSharedLayouts
+    from layoutfuzz.harness.targets.triton_shared_layouts import TritonSharedLayouts
 
     target = TritonSharedLayouts()
     kinds = set()
@@ -178,7 +178,7 @@ def test_the_compilers_shared_layouts_agree_with_the_oracle_on_this_release():
 
 
 def test_shared_layouts_catch_a_planted_fault_and_read_the_inferred_layout():
-    from harness.targets.triton_shared_layouts import TritonSharedLayouts, inferred_offsets
+    from layoutfuzz.harness.targets.triton_shared_layouts import TritonSharedLayouts, inferred_offsets
 
     ir = ('#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 64, transposed = true, elementBitWidth = 16, rank = 3}>\n'
           '#shared1 = #ttg.shared_linear<{offset = [[64], [128], [8], [528], [1], [2]]}, alignment = 512>\n')
@@ -201,8 +201,8 @@ def test_shared_layouts_catch_a_planted_fault_and_read_the_inferred_layout():
 
 def test_the_version_adapter_defines_unswizzled_transposed_nvmma_buffers_per_release(monkeypatch):
     # H100 read-back (docs/results/2026-11-23-triton-versions-h100.md): row-major up to 3.7.1, dim 0 fastest from 3.8.0
-    from harness import triton_compat
-    from harness.triton_compat.layouts import shared_layout
+    from layoutfuzz.harness import triton_compat
+    from layoutfuzz.harness.triton_compat.layouts import shared_layout
 
     layout = tl.NVMMASharedLayout(0, 16, 2, True)
     seen = {}

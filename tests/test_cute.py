@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracles.cute import ComposedLayout, Layout, Swizzle, parse_layout
+from layoutfuzz.oracles.cute import ComposedLayout, Layout, Swizzle, parse_layout
 
 pycute = pytest.importorskip("pycute", reason="pycute ships in the nvidia-cutlass wheel (the [crosscheck] extra; CI installs it)")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from oracles import cute_properties as props
-from oracles.cute import Layout
+from layoutfuzz.oracles import cute_properties as props
+from layoutfuzz.oracles.cute import Layout
 
 
 def L(shape, stride) -> Layout:  # noqa: N802 (CuTe's notation)
@@ -57,8 +57,8 @@ def test_pycute_campaign_judges_every_operation(tmp_path):
 
 def test_a_planted_pycute_fault_is_a_divergence_in_its_bucket(tmp_path, monkeypatch):
     pycute = pytest.importorskip("pycute", reason="pycute ships in the nvidia-cutlass wheel (the [cute] extra)")
-    from harness import registry
-    from harness.runner import evaluate, make_case
+    from layoutfuzz.harness import registry
+    from layoutfuzz.harness.runner import evaluate, make_case
 
     real = pycute.coalesce
     monkeypatch.setattr(pycute, "coalesce", lambda layout: pycute.Layout(real(layout).shape, 1))  # strides lost

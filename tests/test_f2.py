@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracles import f2
-from oracles.linear_layout import LinearLayout
+from layoutfuzz.oracles import f2
+from layoutfuzz.oracles.linear_layout import LinearLayout
 
 galois = pytest.importorskip("galois", reason="galois, the independent GF(2) reference, comes with the [crosscheck] extra (CI installs it)")
 

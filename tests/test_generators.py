@@ -10,12 +10,12 @@ import sys
 import pytest
 from hypothesis import given
 
-from generators.layouts import LAYOUT_KINDS, sample_layout
-from generators.source import permutation, source_for
-from generators.strategies import distributed_layouts, memory_layouts
-from harness import registry
-from harness.runner import make_case
-from oracles.linear_layout import LinearLayout
+from layoutfuzz.generators.layouts import LAYOUT_KINDS, sample_layout
+from layoutfuzz.generators.source import permutation, source_for
+from layoutfuzz.generators.strategies import distributed_layouts, memory_layouts
+from layoutfuzz.harness import registry
+from layoutfuzz.harness.runner import make_case
+from layoutfuzz.oracles.linear_layout import LinearLayout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -81,8 +81,8 @@ def test_permutation_is_a_permutation():
 CASES_DIGEST = """
 import hashlib, sys
 sys.path.insert(0, {root!r})
-from harness import registry
-from harness.runner import make_case
+from layoutfuzz.harness import registry
+from layoutfuzz.harness.runner import make_case
 t = registry.load({target!r})
 print(hashlib.sha256("\\n".join(make_case(t, 7, i).to_json() for i in range(300)).encode()).hexdigest())
 """
@@ -106,7 +106,7 @@ def test_same_seed_same_cases_byte_for_byte_across_processes(name):
 
 
 def test_a_case_read_back_from_its_json_is_the_same_case_with_the_same_text():
-    from generators.case import Case
+    from layoutfuzz.generators.case import Case
 
     case = Case("t", 3, 7, {"b": [1, 2], "a": {"y": None, "x": 1.5}})
     text = case.to_json()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from generators.source import RandomSource
-from generators.tma import MAX_BOX_BYTES, MAX_DST_OFFSET, device_box
-from gpu.targets import WINDOW, TmaSwizzle, compare_windows
-from gpu.tma import FILL, expected_window, global_bytes, tensor_map_params
-from oracles.tma import SwizzleMode, TiledBox
+from layoutfuzz.generators.source import RandomSource
+from layoutfuzz.generators.tma import MAX_BOX_BYTES, MAX_DST_OFFSET, device_box
+from layoutfuzz.gpu.targets import WINDOW, TmaSwizzle, compare_windows
+from layoutfuzz.gpu.tma import FILL, expected_window, global_bytes, tensor_map_params
+from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 
 
 def test_tensor_map_params_follow_the_driver_rules():
@@ -65,7 +65,7 @@ def test_compare_windows_reports_cells():
 
 def test_kernel_compiles_for_sm_90a_without_a_gpu():
     pytest.importorskip("cuda.core", reason="needs cuda.core (the [cuda] or [gpu] extra; CI installs it)")
-    from gpu.device import compile_kernel
+    from layoutfuzz.gpu.device import compile_kernel
 
     try:
         code = compile_kernel("tma_copy.cu")
@@ -76,7 +76,7 @@ def test_kernel_compiles_for_sm_90a_without_a_gpu():
 
 @pytest.mark.gpu
 def test_hardware_copies_match_the_oracle_for_a_batch():
-    from gpu.tma import TmaRunner
+    from layoutfuzz.gpu.tma import TmaRunner
 
     runner = TmaRunner()
     boxes = [device_box(RandomSource(f"gpu/{i}")) for i in range(400)]
@@ -94,7 +94,7 @@ def test_hardware_copies_match_the_oracle_for_a_batch():
 @pytest.mark.gpu
 def test_target_passes_one_case():
     target = TmaSwizzle()
-    from harness.runner import make_case
+    from layoutfuzz.harness.runner import make_case
 
     case = make_case(target, 0, 0)
     assert target.compare(case, target.expected(case), target.observed(case)).ok
@@ -105,7 +105,7 @@ def test_target_passes_one_case():
 def test_raw_copies_from_negative_16_byte_aligned_coordinates_zero_fill(mode):
     # docs/findings.md: without Triton, a load at (-4, -4) (int32: the inner start 16-byte aligned,
     # the box entirely out of bounds) zero-fills and does not trap
-    from gpu.tma import TmaRunner
+    from layoutfuzz.gpu.tma import TmaRunner
 
     box = TiledBox((16, 4), 4, (1, 1), mode, 0)
     (window,) = TmaRunner().run([box], 4096, coord=-4)
@@ -121,8 +121,8 @@ def test_raw_copy_from_a_misaligned_inner_coordinate_traps():
     from pathlib import Path
 
     script = (
-        "from gpu.tma import TmaRunner\n"
-        "from oracles.tma import SwizzleMode, TiledBox\n"
+        "from layoutfuzz.gpu.tma import TmaRunner\n"
+        "from layoutfuzz.oracles.tma import SwizzleMode, TiledBox\n"
         "TmaRunner().run([TiledBox((16, 4), 4, (1, 1), SwizzleMode.NONE, 0)], 4096, coord=-1)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
@@ -131,7 +131,7 @@ def test_raw_copy_from_a_misaligned_inner_coordinate_traps():
 
 
 def _store_params(inner: int, row_stride_elems: int, rows: int, box: tuple[int, int]):
-    from gpu.tma import DTYPE_BY_BYTES, TensorMapParams
+    from layoutfuzz.gpu.tma import DTYPE_BY_BYTES, TensorMapParams
 
     return TensorMapParams(DTYPE_BY_BYTES[4], 2, (inner, rows), (row_stride_elems * 4,), box, (1, 1), 0)
 
@@ -141,7 +141,7 @@ def test_raw_store_writes_the_whole_granule_past_an_unaligned_inner_bound():
     # docs/findings.md, one layer below Triton: int32 rows of 21 elements (84 bytes) padded to 32;
     # an 8-element box at x = 16 covers 16..23: 16..20 are in bounds, 21..23 lie past the bound but
     # inside the 16-byte granule [80, 96) that holds it; 24..31 lie beyond that granule
-    from gpu.tma import TmaStoreRunner, stored_pattern
+    from layoutfuzz.gpu.tma import TmaStoreRunner, stored_pattern
 
     params = _store_params(21, 32, 2, (8, 1))
     out = TmaStoreRunner().store(params, (16, 0), 0x5A).view("<u4").reshape(2, 32)
@@ -160,7 +160,7 @@ def test_raw_store_at_a_negative_coordinate_traps():
     from pathlib import Path
 
     script = (
-        "from gpu.tma import DTYPE_BY_BYTES, TensorMapParams, TmaStoreRunner\n"
+        "from layoutfuzz.gpu.tma import DTYPE_BY_BYTES, TensorMapParams, TmaStoreRunner\n"
         "p = TensorMapParams(DTYPE_BY_BYTES[4], 2, (16, 4), (64,), (8, 1), (1, 1), 0)\n"
         "TmaStoreRunner().store(p, (-4, 0), 0x5A)\n"
         "print('no trap')\n"
@@ -174,9 +174,9 @@ def test_raw_store_at_a_negative_coordinate_traps():
 def test_one_launch_for_many_boxes_gives_each_case_its_own_verdict():
     # issue 16: observed_batch (one launch, one source buffer for every map) and compare_batch (the oracle over
     # arrays) against the same cases one by one; a planted wrong byte is found in its case alone
-    from gpu.targets import TmaSwizzle, _Window
-    from harness.runner import make_case
-    from harness.target import Unsupported
+    from layoutfuzz.gpu.targets import TmaSwizzle, _Window
+    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import Unsupported
 
     target = TmaSwizzle()
     cases = [make_case(target, 11, i) for i in range(300)]

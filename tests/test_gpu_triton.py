@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from generators.case import Case
-from gpu.triton_targets import (
+from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.triton_targets import (
     POINTERS,
     TritonConvertLayout,
     TritonSharedMemory,
@@ -21,10 +21,10 @@ from gpu.triton_targets import (
     gluon_layout,
     holders,
 )
-from gpu.triton_tma import TritonTma
-from gpu.triton_wgmma import MMA_BITS, TritonWgmma
-from harness.runner import make_case
-from oracles.linear_layout import LinearLayout
+from layoutfuzz.gpu.triton_tma import TritonTma
+from layoutfuzz.gpu.triton_wgmma import MMA_BITS, TritonWgmma
+from layoutfuzz.harness.runner import make_case
+from layoutfuzz.oracles.linear_layout import LinearLayout
 
 
 def test_holders_are_the_first_copy_of_each_element():
@@ -44,7 +44,7 @@ def test_generated_pairs_cover_every_conversion_kind():
 def test_a_sample_of_the_probe_kernels_compiles_for_sm_90():
     pytest.importorskip("triton")
 
-    from gpu.gluon_probes import CONVERT_PROBES
+    from layoutfuzz.gpu.gluon_probes import CONVERT_PROBES
 
     target = TritonConvertLayout()
     for index in range(3):
@@ -83,9 +83,9 @@ def test_a_sample_of_the_shared_probe_kernels_compiles_for_sm_90():
     pytest.importorskip("triton")
     from triton.experimental.gluon import language as ttgl
 
-    from gpu.gluon_probes import shared_probe_2d
-    from harness.targets.gluon import shared_linear, to_gluon
-    from oracles import triton_layouts as tl
+    from layoutfuzz.gpu.gluon_probes import shared_probe_2d
+    from layoutfuzz.harness.targets.gluon import shared_linear, to_gluon
+    from layoutfuzz.oracles import triton_layouts as tl
 
     target = TritonSharedMemory()
     seen = set()
@@ -127,8 +127,8 @@ def _tma_signature(p):
 
 def test_tma_box_placement_agrees_with_the_nvmma_shared_oracle():
     # two oracles: 5.5.7's boxes (oracles/tma.py) and Triton's NVMMA shared layout (oracles/triton_layouts.py)
-    from oracles import triton_layouts as tl
-    from oracles.tma import block_boxes
+    from layoutfuzz.oracles import triton_layouts as tl
+    from layoutfuzz.oracles.tma import block_boxes
 
     target = TritonTma()
     for index in range(120):
@@ -177,8 +177,8 @@ def test_a_tma_store_past_the_bound_is_classified():
 
 def test_triton_encodes_the_tensor_maps_the_oracle_predicts():
     pytest.importorskip("triton")
-    from gpu.gluon_probes import tma_probe
-    from gpu.triton_targets import compile_for_sm90
+    from layoutfuzz.gpu.gluon_probes import tma_probe
+    from layoutfuzz.gpu.triton_targets import compile_for_sm90
 
     target = TritonTma()
     seen = set()
@@ -205,12 +205,12 @@ def test_finding_triton_aborts_on_a_tma_block_narrower_than_the_swizzle():
     # docs/findings.md: Triton 3.6.0 kills the process (LLVM ERROR) instead of rejecting the layout; 3.7.1, 3.8.0
     # and 3.9.0 reject it in the front end with a Python exception (checked here)
     triton = pytest.importorskip("triton")
-    from harness.triton_compat import parse_version
+    from layoutfuzz.harness.triton_compat import parse_version
 
     script = (
         "from tests.test_gpu_triton import _tma_signature\n"
-        "from gpu.gluon_probes import tma_probe\n"
-        "from gpu.triton_targets import compile_for_sm90\n"
+        "from layoutfuzz.gpu.gluon_probes import tma_probe\n"
+        "from layoutfuzz.gpu.triton_targets import compile_for_sm90\n"
         "p = {'elem_bits': 8, 'swizzle': 64, 'block': [8, 32], 'coord': [0, 0], 'num_warps': 4}\n"
         "compile_for_sm90(tma_probe, *_tma_signature(p), 4)\n"
     )
@@ -238,8 +238,8 @@ def test_tma_loads_and_stores_on_the_gpu_match_the_oracle():
 def test_finding_a_tma_copy_at_a_negative_coordinate_traps_the_device():
     # docs/findings.md: every case with a negative coordinate ends in "illegal instruction" on an H100
     script = (
-        "from generators.case import Case\n"
-        "from gpu.triton_tma import TritonTma\n"
+        "from layoutfuzz.generators.case import Case\n"
+        "from layoutfuzz.gpu.triton_tma import TritonTma\n"
         "p = {'elem_bits': 16, 'swizzle': 64, 'block': [16, 32], 'global_shape': [40, 64], 'coord': [-2, 0],"
         " 'row_pad': 0, 'num_warps': 4}\n"
         "print(TritonTma().observed(Case('triton.tma', 0, 0, p)))\n"
@@ -251,9 +251,9 @@ def test_finding_a_tma_copy_at_a_negative_coordinate_traps_the_device():
 # ---- triton.wgmma -----------------------------------------------------------------------------
 
 def _wgmma_compile(p):
-    from gpu.gluon_probes import wgmma_probe
-    from gpu.triton_targets import compile_for_sm90
-    from gpu.triton_wgmma import STORAGE
+    from layoutfuzz.gpu.gluon_probes import wgmma_probe
+    from layoutfuzz.gpu.triton_targets import compile_for_sm90
+    from layoutfuzz.gpu.triton_wgmma import STORAGE
 
     signature = {"a_ptr": "*" + STORAGE[p["a_dtype"]][1], "b_ptr": "*" + STORAGE[p["b_dtype"]][1],
                  "c_ptr": "*" + STORAGE[p["acc"]][1], "d_ptr": "*" + STORAGE[p["acc"]][1]}
@@ -330,7 +330,7 @@ CASES = Path(__file__).resolve().parent.parent / "docs" / "results" / "cases"
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CASES.glob("*.json")))
 def test_the_reduced_cases_are_valid_cases_of_their_target(name):
-    from harness.registry import load
+    from layoutfuzz.harness.registry import load
 
     case = Case.from_dict(json.loads((CASES / name).read_text()))
     load(case.target).validate(case)
@@ -340,7 +340,7 @@ def test_the_reduced_cases_are_valid_cases_of_their_target(name):
 def test_the_reduced_8_bit_conversion_loses_data_where_its_range_says():
     # docs/findings.md: 3.6.0 and 3.7.1 miscompile this 8-bit convert_layout, 3.8.0 and later do not (the ledger's
     # range, from `layoutfuzz bisect --kernels` on an H100); this runs the Triton under test (or its prebuilt kernels)
-    from harness.triton_compat import version
+    from layoutfuzz.harness.triton_compat import version
     from tests.conftest import known_problem
 
     case = Case.from_dict(json.loads((CASES / "convert-layout-8bit-min.json").read_text()))
@@ -357,8 +357,8 @@ def test_the_reduced_8_bit_conversion_loses_data_where_its_range_says():
 def test_a_packed_conversion_kernel_compiles_with_one_conversion_per_case():
     # benchmarks/packed_compile.py measures it against one kernel per case (slower: not used by campaigns)
     pytest.importorskip("triton")
-    from gpu.gluon_probes import convert_probe_packed_2d
-    from gpu.triton_targets import compile_for_sm90
+    from layoutfuzz.gpu.gluon_probes import convert_probe_packed_2d
+    from layoutfuzz.gpu.triton_targets import compile_for_sm90
 
     target = TritonConvertLayout()
     group = [p for p in (make_case(target, 11, i).params for i in range(200))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from generators.source import RandomSource
-from generators.wgmma import PROBE_WINDOW, device_case
-from gpu.wgmma import DTYPES, IDENTITY, decode, digit_plan, probe_descriptor, probe_layout
-from oracles.wgmma import SwizzleMode
+from layoutfuzz.generators.source import RandomSource
+from layoutfuzz.generators.wgmma import PROBE_WINDOW, device_case
+from layoutfuzz.gpu.wgmma import DTYPES, IDENTITY, decode, digit_plan, probe_descriptor, probe_layout
+from layoutfuzz.oracles.wgmma import SwizzleMode
 
 
 def test_probe_cases_are_injective_fit_the_window_and_carry_the_folklore():
@@ -62,7 +62,7 @@ def test_decode_reads_digits_back_into_addresses(index):
 
 def test_probe_kernel_compiles_for_sm_90a_without_a_gpu():
     pytest.importorskip("cuda.core", reason="needs cuda.core (the [cuda] or [gpu] extra; CI installs it)")
-    from gpu.device import compile_kernel
+    from layoutfuzz.gpu.device import compile_kernel
 
     try:
         code = compile_kernel("wgmma_probe.cu")
@@ -73,7 +73,7 @@ def test_probe_kernel_compiles_for_sm_90a_without_a_gpu():
 
 @pytest.mark.gpu
 def test_hardware_reads_match_the_oracle():
-    from gpu.wgmma import WgmmaRunner
+    from layoutfuzz.gpu.wgmma import WgmmaRunner
 
     cases = [device_case(RandomSource(f"gpu/{i}")) for i in range(200)]
     observed = WgmmaRunner().run(cases)
@@ -103,7 +103,7 @@ class SimulatedProbe:
         return d.reshape(-1)
 
     def run_arrays(self, cases):
-        from gpu.wgmma import decode_many
+        from layoutfuzz.gpu.wgmma import decode_many
 
         out = [None] * len(cases)
         for dtype in DTYPES:
@@ -120,9 +120,9 @@ class SimulatedProbe:
 
 def test_batch_methods_give_each_case_the_outcome_of_its_own_call(monkeypatch):
     # one oracle call, one probe run and one comparison over 120 operands of every type against each case alone
-    from gpu import targets
-    from harness.compare import to_jsonable
-    from harness.runner import evaluate, evaluate_many, make_case
+    from layoutfuzz.gpu import targets
+    from layoutfuzz.harness.compare import to_jsonable
+    from layoutfuzz.harness.runner import evaluate, evaluate_many, make_case
 
     target = targets.WgmmaDescriptor()
     cases = [make_case(target, 9, i) for i in range(120)]

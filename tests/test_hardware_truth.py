@@ -1,22 +1,22 @@
 """The oracles against recorded hardware behaviour (runs in CI, no GPU needed).
 
 ``harness/truth/hw_tma_h200.json`` holds 400 seeded TMA copies run on an NVIDIA H200 by
-``python -m gpu.record tma 400 ...``: per case the params and the SHA-256 of the shared-memory
+``python -m layoutfuzz.gpu.record tma 400 ...``: per case the params and the SHA-256 of the shared-memory
 window the GPU wrote (or the driver's refusal). ``harness/truth/hw_wgmma_h200.json`` holds 400 wgmma
-operand reads (``python -m gpu.record wgmma 400 ...``): the SHA-256 of the table of addresses the
+operand reads (``python -m layoutfuzz.gpu.record wgmma 400 ...``): the SHA-256 of the table of addresses the
 tensor cores read. The oracles must reproduce every record. Planted oracle errors: ``harness/selftest.py``
 (``layoutfuzz selftest``, tests/test_selftest.py).
 """
 
 from __future__ import annotations
 
-from gpu.targets import box_from_params
-from harness.selftest import tma_records, wgmma_records
-from harness.truth import HW_TMA as RECORD
-from harness.truth import HW_WGMMA as WGMMA  # f16
-from harness.truth import HW_WGMMA_TYPES as WGMMA_TYPES  # every type
-from oracles import wgmma
-from oracles.tma import SwizzleMode
+from layoutfuzz.gpu.targets import box_from_params
+from layoutfuzz.harness.selftest import tma_records, wgmma_records
+from layoutfuzz.harness.truth import HW_TMA as RECORD
+from layoutfuzz.harness.truth import HW_WGMMA as WGMMA  # f16
+from layoutfuzz.harness.truth import HW_WGMMA_TYPES as WGMMA_TYPES  # every type
+from layoutfuzz.oracles import wgmma
+from layoutfuzz.oracles.tma import SwizzleMode
 
 
 def test_record_covers_every_cuda_mode_and_base_offset():
@@ -48,9 +48,9 @@ def test_oracle_reproduces_every_recorded_wgmma_read():
 
 
 def test_convert_record_covers_broadcasting_and_every_plan():
-    from generators.case import Case
-    from gpu.triton_targets import TritonConvertLayout
-    from harness.truth import HW_CONVERT
+    from layoutfuzz.generators.case import Case
+    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.harness.truth import HW_CONVERT
 
     cases = HW_CONVERT["cases"]
     target = TritonConvertLayout()
@@ -61,6 +61,6 @@ def test_convert_record_covers_broadcasting_and_every_plan():
 
 
 def test_oracle_names_every_recorded_holder():
-    from harness.selftest import convert_records
+    from layoutfuzz.harness.selftest import convert_records
 
     assert convert_records() == 0

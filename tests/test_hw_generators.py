@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from generators import tma as tma_gen
-from generators import wgmma as wgmma_gen
-from generators.source import RandomSource
-from oracles.tma import SwizzleMode as TmaMode
-from oracles.wgmma import Major, SwizzleMode, from_descriptor
+from layoutfuzz.generators import tma as tma_gen
+from layoutfuzz.generators import wgmma as wgmma_gen
+from layoutfuzz.generators.source import RandomSource
+from layoutfuzz.oracles.tma import SwizzleMode as TmaMode
+from layoutfuzz.oracles.wgmma import Major, SwizzleMode, from_descriptor
 
 
 def test_wgmma_layouts_are_injective_and_reach_every_corner():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from generators.case import Case
-from harness.runner import make_case
+from layoutfuzz.generators.case import Case
+from layoutfuzz.harness.runner import make_case
 
 
 @pytest.fixture
@@ -18,9 +18,9 @@ def cache(tmp_path, monkeypatch):
 def test_a_kernel_is_compiled_on_a_miss_filed_and_then_read_without_compiling(cache, monkeypatch):
     import triton
 
-    from gpu.kernel_cache import cache_folder, cached_kernel
-    from gpu.prebuilt import kernel_path
-    from gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.kernel_cache import cache_folder, cached_kernel
+    from layoutfuzz.gpu.prebuilt import kernel_path
+    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
 
     target = TritonConvertLayout()
     case = make_case(target, 5, 0)
@@ -42,9 +42,9 @@ def test_a_kernel_is_compiled_on_a_miss_filed_and_then_read_without_compiling(ca
 
 
 def test_a_refused_compile_is_filed_as_the_answer_and_a_damaged_file_is_compiled_again(cache, monkeypatch):
-    from gpu.kernel_cache import cache_folder, cached_kernel
-    from gpu.prebuilt import kernel_path
-    from gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.kernel_cache import cache_folder, cached_kernel
+    from layoutfuzz.gpu.prebuilt import kernel_path
+    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
 
     target = TritonConvertLayout()
     case = make_case(target, 5, 2)
@@ -62,7 +62,7 @@ def test_a_refused_compile_is_filed_as_the_answer_and_a_damaged_file_is_compiled
 def test_pruning_keeps_the_most_recently_used_kernels_within_the_limit(tmp_path):
     import os
 
-    from gpu.kernel_cache import prune
+    from layoutfuzz.gpu.kernel_cache import prune
 
     for age in range(10):  # kernel-9 is the oldest
         path = tmp_path / f"triton-x/b{age % 2}/t/kernel-{age}.json"
@@ -79,8 +79,8 @@ def test_pruning_keeps_the_most_recently_used_kernels_within_the_limit(tmp_path)
 def test_a_cache_that_cannot_be_written_still_gives_the_kernel(cache, monkeypatch):
     import errno
 
-    from gpu import kernel_cache
-    from gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu import kernel_cache
+    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
 
     def full(*_):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generators.strategies import (
+from layoutfuzz.generators.strategies import (
     arbitrary_layouts,
     distributed_layouts,
     injective_layouts,
     invertible_layouts,
     memory_layouts,
 )
-from oracles import LayoutError, LinearLayout
+from layoutfuzz.oracles import LayoutError, LinearLayout
 
 # Section 4.1: layout A tiles 16x16 with 2x2 registers, 4x8 threads, 2x1 warps; the paper's
 # output vector is w = (j bits, i bits), j the fastest-moving dim.
@@ -118,8 +118,8 @@ def test_bad_sizes_and_preconditions_are_layout_errors():
 def test_compose_is_matrix_product_and_associative(inner, data):
     names = list(inner.out_dim_names)
     bits = [s.bit_length() - 1 for _, s in inner.out_dims]
-    from generators.layouts import arbitrary_layout
-    from generators.source import HypothesisSource
+    from layoutfuzz.generators.layouts import arbitrary_layout
+    from layoutfuzz.generators.source import HypothesisSource
 
     src = HypothesisSource(data.draw)
     middle = arbitrary_layout(src, names, in_bits=bits, max_out_bits=6)
@@ -199,8 +199,8 @@ def test_pseudoinverse_is_a_generalised_inverse(layout):
 
 @given(st.data())
 def test_invert_and_compose_solves_a_equals_b_after_c(data):
-    from generators.layouts import arbitrary_layout, distributed_layout
-    from generators.source import HypothesisSource
+    from layoutfuzz.generators.layouts import arbitrary_layout, distributed_layout
+    from layoutfuzz.generators.source import HypothesisSource
 
     src = HypothesisSource(data.draw)
     b = distributed_layout(src, max_out_bits=7)

@@ -33,7 +33,7 @@ def _tma_report(mismatches):
 
 
 def test_tma_picture_shows_the_wrong_cells_in_red_and_only_them():
-    from reports.pictures import picture
+    from layoutfuzz.reports.pictures import picture
 
     clean = _red_pixels(picture(_tma_report([])))
     wrong = _red_pixels(picture(_tma_report(["cell 0x00070: expected 00 got 11", "cell 0x000f0: expected 00 got 11"])))
@@ -41,7 +41,7 @@ def test_tma_picture_shows_the_wrong_cells_in_red_and_only_them():
 
 
 def test_holder_picture_marks_disagreeing_threads():
-    from reports.pictures import picture
+    from layoutfuzz.reports.pictures import picture
 
     holders = list(range(32)) * 4
     report = {"target": "triton.convert_layout", "case_id": "c/0/0", "outcome": "diverge",
@@ -74,8 +74,8 @@ def _bank_report(params, exact, triton):
 
 
 def test_bank_picture_marks_the_conflicting_lanes_in_red_and_only_when_there_is_a_conflict():
-    from oracles import triton_layouts as tl
-    from reports.pictures import picture
+    from layoutfuzz.oracles import triton_layouts as tl
+    from layoutfuzz.reports.pictures import picture
 
     blocked = tl.to_dict(tl.BlockedLayout((1, 1), (1, 32), (1, 1), (1, 0)))
     # 32 lanes along a row of 32-bit words: one word per bank, no conflict
@@ -88,8 +88,8 @@ def test_bank_picture_marks_the_conflicting_lanes_in_red_and_only_when_there_is_
 
 
 def test_layout_picture_marks_elements_held_by_another_thread():
-    from oracles import triton_layouts as tl
-    from reports.pictures import picture
+    from layoutfuzz.oracles import triton_layouts as tl
+    from layoutfuzz.reports.pictures import picture
 
     layout = tl.BlockedLayout((1, 1), (4, 8), (1, 1), (1, 0))
     bases = {n: [list(b) for b in bs] for n, bs in layout.linear_layout([8, 8]).in_dims}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from harness.reduce import candidates
+from layoutfuzz.harness.reduce import candidates
 from tests.test_cli import CRASHY, layoutfuzz
 
 

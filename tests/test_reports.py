@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from generators.case import Case
-from harness.runner import Result
-from harness.target import Outcome
-from reports.report import bucket_key
-from reports.tables import pass_rate_table, render
+from layoutfuzz.generators.case import Case
+from layoutfuzz.harness.runner import Result
+from layoutfuzz.harness.target import Outcome
+from layoutfuzz.reports.report import bucket_key
+from layoutfuzz.reports.tables import pass_rate_table, render
 
 
 def test_pass_rate_table_counts_and_rates():
@@ -36,7 +36,7 @@ def test_atomic_writes_follow_the_umask_not_mkstemps_0600(tmp_path):
     # issue 19: tables, reports and HTML were 0600 while the database was 0644
     import os
 
-    from reports.store import write_atomically
+    from layoutfuzz.reports.store import write_atomically
 
     old = os.umask(0o022)
     try:
@@ -50,7 +50,7 @@ def test_the_terminal_table_keeps_one_targets_metrics_out_of_every_row():
     # issue 19: the printed table carried five PTX-count columns that only triton.compile fills
     import pandas as pd
 
-    from reports.tables import for_terminal
+    from layoutfuzz.reports.tables import for_terminal
 
     table = pd.DataFrame({"target": ["a", "b"], "family": ["(all)", "(all)"], "cases": [1, 1], "pass rate %": [100.0, 100.0],
                           "mean shfl": [None, 2.0]})
@@ -65,7 +65,7 @@ def test_nan_where_nan_is_expected_agrees_and_reports_stay_strict_json():
 
     import numpy as np
 
-    from harness.compare import compare_values, to_jsonable
+    from layoutfuzz.harness.compare import compare_values, to_jsonable
 
     assert compare_values({"x": float("nan")}, {"x": float("nan")}).ok
     assert compare_values(np.array([1.0, np.nan]), np.array([1.0, np.nan])).ok
@@ -78,7 +78,7 @@ def test_a_store_that_is_not_a_campaign_is_refused_not_read_as_empty(tmp_path):
     # issue 19: a 0-byte layoutfuzz.sqlite was read as an empty campaign; `diff` then reported "2 fixed"
     import pytest
 
-    from reports.store import DB_NAME, Store, StoreError
+    from layoutfuzz.reports.store import DB_NAME, Store, StoreError
 
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / DB_NAME).write_bytes(b"")
@@ -99,7 +99,7 @@ def test_property_tests_have_no_wall_clock_deadline():
 def test_a_batch_of_reports_appears_whole_and_a_failed_batch_leaves_no_temporary_files(tmp_path, monkeypatch):
     import os
 
-    from reports import store
+    from layoutfuzz.reports import store
 
     store.write_many_atomically([(tmp_path / "r" / f"{i}.json", f"report {i}\n") for i in range(5)])
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [f"{i}.json" for i in range(5)]
@@ -125,8 +125,8 @@ def test_a_batch_of_reports_appears_whole_and_a_failed_batch_leaves_no_temporary
 
 
 def test_unsupported_cases_get_a_few_reports_per_reason_and_every_row(tmp_path):
-    from harness.campaign import UNSUPPORTED_REPORTS, Recorder
-    from reports.store import Store
+    from layoutfuzz.harness.campaign import UNSUPPORTED_REPORTS, Recorder
+    from layoutfuzz.reports.store import Store
 
     target = Store(tmp_path)
     recorder = Recorder(target, {}, {}, None)
@@ -146,7 +146,7 @@ def test_unsupported_cases_get_a_few_reports_per_reason_and_every_row(tmp_path):
 
 def test_the_table_counted_in_sqlite_is_the_table_of_every_row(tmp_path):
     # a night's millions of rows are counted in SQLite, not read back: the same table, metrics means included
-    from reports.store import Store
+    from layoutfuzz.reports.store import Store
 
     store = Store(tmp_path)
     outcomes = [Outcome.PASS, Outcome.DIVERGE, Outcome.UNSUPPORTED, Outcome.CRASH]
@@ -167,8 +167,8 @@ def test_the_table_counted_in_sqlite_is_the_table_of_every_row(tmp_path):
 def test_findings_and_metrics_are_read_through_partial_indexes_not_a_scan_of_every_pass(tmp_path):
     import sqlite3
 
-    from harness.campaign import PROBLEMS
-    from reports.store import Store
+    from layoutfuzz.harness.campaign import PROBLEMS
+    from layoutfuzz.reports.store import Store
 
     db = sqlite3.connect(tmp_path / "layoutfuzz.sqlite")  # a store written before the indexes existed
     db.executescript("CREATE TABLE campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);"

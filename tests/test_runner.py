@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.runner import Shard, run_cases, share
-from harness.target import Outcome
+from layoutfuzz.harness.runner import Shard, run_cases, share
+from layoutfuzz.harness.target import Outcome
 from tests.crashy_target import BEHAVIOURS, CrashyTarget
 
 SPEC = "tests.crashy_target:CrashyTarget"

@@ -11,7 +11,7 @@ from tests.test_cli import ROOT
 
 
 def _pytest(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "harness.scaleout",  # plugin: entry point
+    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "layoutfuzz.harness.scaleout",  # plugin: entry point
                            "-p", "no:cacheprovider", "-q", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 

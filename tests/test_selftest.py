@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
-from harness import cli, selftest
+from layoutfuzz.harness import cli, selftest
 
 
 def test_every_mutant_is_caught_and_the_unmutated_oracles_are_clean():

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.truth import SEED004_TABLES
-from oracles.linear_layout import LayoutError
-from oracles.tma import SwizzleMode, TiledBox
+from layoutfuzz.harness.truth import SEED004_TABLES
+from layoutfuzz.oracles.linear_layout import LayoutError
+from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 
 IDENTITY = [0, 1, 2, 3, 4, 5, 6, 7]
 # 5.5.7's destination tables, 16-byte cells per 128-byte line, until "Pattern repeats"; 32-byte

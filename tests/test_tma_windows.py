@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from generators.source import source_for
-from generators.tma import device_box
-from gpu.tma import FILL, expected_window, source_words
-from oracles.tma import SwizzleMode, TiledBox
-from oracles.tma_windows import expected_windows, placements, window_mismatches
+from layoutfuzz.generators.source import source_for
+from layoutfuzz.generators.tma import device_box
+from layoutfuzz.gpu.tma import FILL, expected_window, source_words
+from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
+from layoutfuzz.oracles.tma_windows import expected_windows, placements, window_mismatches
 
 WINDOW = 24 * 1024
 

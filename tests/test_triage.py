@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.runner import Result
-from harness.signatures import crash_signature, divergence_signature, first_error, root_cause, top_frames
-from harness.target import Outcome
-from reports import ledger
+from layoutfuzz.harness.runner import Result
+from layoutfuzz.harness.signatures import crash_signature, divergence_signature, first_error, root_cause, top_frames
+from layoutfuzz.harness.target import Outcome
+from layoutfuzz.reports import ledger
 from tests.test_cli import layoutfuzz
 
 PLANTED = "tests.planted_target:PlantedTarget"
@@ -65,12 +65,12 @@ def test_divergence_signatures_drop_indices_and_counts_but_keep_the_kind():
 
 
 def test_a_root_cause_never_depends_on_the_family_or_the_case():
-    from generators.case import Case
+    from layoutfuzz.generators.case import Case
 
     one = Result(Case("t", 0, 1, {"n": 5}), "f", Outcome.DIVERGE, signature="x[1]:value")
     two = Result(Case("t", 7, 9, {"n": 900}), "g", Outcome.DIVERGE, signature="x[250]:value")
     assert root_cause(one) == root_cause(two)
-    from reports.report import bucket_key
+    from layoutfuzz.reports.report import bucket_key
 
     assert bucket_key(one) == bucket_key(two)
 
@@ -156,8 +156,8 @@ def _statuses_root(night_dir) -> dict[str, str]:
 @pytest.mark.slow
 def test_every_reduced_case_of_a_campaign_is_a_valid_input(tmp_path):
     pytest.importorskip("triton")
-    from generators.case import Case
-    from harness.registry import load
+    from layoutfuzz.generators.case import Case
+    from layoutfuzz.harness.registry import load
 
     run = layoutfuzz("run", "--targets", "triton.layouts,triton.bank_conflicts", "--cases", "40", "--jobs", "2", "-q",
                      "--out", "out", "--reduce", "--reduce-tries", "40", cwd=tmp_path)
@@ -189,10 +189,10 @@ def test_each_cpu_finding_reproduces_exactly_where_its_range_says(problem):
     # the ledger's range (from `layoutfuzz bisect`) says whether this Triton has the problem: where it does, the
     # reduced case lands in the problem's bucket; where it does not, the case passes
     triton = pytest.importorskip("triton")
-    from generators.case import Case
-    from harness.registry import load, resolve
-    from harness.runner import Runner
-    from reports.report import bucket_key
+    from layoutfuzz.generators.case import Case
+    from layoutfuzz.harness.registry import load, resolve
+    from layoutfuzz.harness.runner import Runner
+    from layoutfuzz.reports.report import bucket_key
 
     case = Case.from_dict(json.loads((REPO / problem.reproducer).read_text()))
     target = load(case.target)
@@ -212,10 +212,10 @@ def test_each_cpu_finding_reproduces_exactly_where_its_range_says(problem):
                                   "triton.convert_layout", "tma.swizzle", "triton.tma", "triton.wgmma"])
 def test_each_targets_own_shrinks_offer_valid_smaller_cases(name):
     # the reducer tries a target's own shrinks first: most generated cases must have a valid, smaller one
-    from generators.case import Case
-    from harness.reduce import size
-    from harness.registry import load
-    from harness.runner import make_case
+    from layoutfuzz.generators.case import Case
+    from layoutfuzz.harness.reduce import size
+    from layoutfuzz.harness.registry import load
+    from layoutfuzz.harness.runner import make_case
 
     target = load(name)
     with_valid = 0

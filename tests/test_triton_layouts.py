@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generators import legacy_layouts
-from generators.source import HypothesisSource
-from oracles import triton_layouts as tl
+from layoutfuzz.generators import legacy_layouts
+from layoutfuzz.generators.source import HypothesisSource
+from layoutfuzz.oracles import triton_layouts as tl
 from tests.test_linear_layout import PAPER_MATRIX_A
 
 

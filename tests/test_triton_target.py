@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from generators.case import Case
-from harness.runner import Runner, make_case
-from harness.target import Outcome
-from oracles.linear_layout import LinearLayout
+from layoutfuzz.generators.case import Case
+from layoutfuzz.harness.runner import Runner, make_case
+from layoutfuzz.harness.target import Outcome
+from layoutfuzz.oracles.linear_layout import LinearLayout
 
 triton_ll = pytest.importorskip("triton._C.libtriton.linear_layout", reason="needs triton's CPU binding")
 
-from harness.targets.triton_linear_layout import TritonLinearLayout  # noqa: E402
+from layoutfuzz.harness.targets.triton_linear_layout import TritonLinearLayout  # noqa: E402
 
-SPEC = "harness.targets.triton_linear_layout:TritonLinearLayout"
+SPEC = "layoutfuzz.harness.targets.triton_linear_layout:TritonLinearLayout"
 
 
 def _cases(op: str, count: int = 40) -> list[Case]:

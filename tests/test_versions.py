@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from harness import environments
-from harness.bisect import Replay, bisect
-from harness.environments import EnvironmentFailure, release_range
-from harness.matrix import pass_rates, root_cause_grid, version_span
-from harness.triton_compat import parse_version
-from reports.ledger import KnownProblem
-from tests.test_cli import layoutfuzz
+from layoutfuzz.harness import environments
+from layoutfuzz.harness.bisect import Replay, bisect
+from layoutfuzz.harness.environments import EnvironmentFailure, release_range
+from layoutfuzz.harness.matrix import pass_rates, root_cause_grid, version_span
+from layoutfuzz.harness.triton_compat import parse_version
+from layoutfuzz.reports.ledger import KnownProblem
+from tests.test_cli import ROOT, layoutfuzz
 
 # ---- bisect ----------------------------------------------------------------------------------
 
@@ -144,8 +145,14 @@ def test_version_spans_read_as_words():
 def test_the_linked_source_holds_only_layoutfuzz_packages(tmp_path, monkeypatch):
     monkeypatch.setenv("LAYOUTFUZZ_CACHE", str(tmp_path))
     folder = environments.linked_source()
-    assert sorted(p.name for p in folder.iterdir()) == sorted(environments.PACKAGES)
-    assert (folder / "harness" / "cli.py").is_file()
+    assert [p.name for p in folder.iterdir()] == ["layoutfuzz"]
+    assert sorted(p.name for p in (folder / "layoutfuzz").iterdir()) == sorted(environments.PACKAGES)
+    assert (folder / "layoutfuzz" / "harness" / "cli.py").is_file()
+    # an interpreter without site-packages finds layoutfuzz's code there, under its one import name
+    found = subprocess.run([sys.executable, "-S", "-c", "import layoutfuzz; print(*layoutfuzz.__path__)"],
+                           env={"PYTHONPATH": str(folder)}, capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr
+    assert (Path(found.stdout.strip()) / "harness").resolve() == ROOT / "harness"
     assert environments.requirements() and not any(r.startswith(("triton", "uv")) for r in environments.requirements())
 
 
@@ -207,7 +214,7 @@ def test_for_python_probes_the_interpreter():
 
 
 def test_a_compiled_kernel_survives_its_file_and_its_key_ignores_the_version():
-    from gpu.prebuilt import CompiledKernel, entry_params, kernel_key
+    from layoutfuzz.gpu.prebuilt import CompiledKernel, entry_params, kernel_key
 
     kernel = CompiledKernel("k", "3.9.0", 4, 2048, 6, 0, 0, bytes(range(256)) * 40)
     assert CompiledKernel.from_json(kernel.to_json()) == kernel
@@ -223,9 +230,9 @@ def test_kernels_compiles_each_case_once_per_release_and_files_rejections(tmp_pa
     pytest.importorskip("triton.experimental.gluon")
     import triton
 
-    from gpu.prebuilt import CompiledKernel, kernel_path
-    from gpu.triton_targets import TritonConvertLayout
-    from harness.runner import make_case
+    from layoutfuzz.gpu.prebuilt import CompiledKernel, kernel_path
+    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.harness.runner import make_case
 
     args = ["kernels", "--targets", "triton.convert_layout", "--cases", "3", "--seed", "4", "--out", "k", "--jobs", "2", "-q"]
     done = layoutfuzz(*args, cwd=tmp_path, timeout=600)
@@ -251,9 +258,9 @@ def test_kernels_compiles_each_case_once_per_release_and_files_rejections(tmp_pa
 
 
 def test_without_a_gpu_prebuilt_kernels_are_unsupported_with_the_reason(tmp_path, monkeypatch):
-    from gpu.prebuilt import ENV
-    from gpu.triton_targets import TritonConvertLayout, TritonSharedMemory
-    from gpu.triton_wgmma import TritonWgmma
+    from layoutfuzz.gpu.prebuilt import ENV
+    from layoutfuzz.gpu.triton_targets import TritonConvertLayout, TritonSharedMemory
+    from layoutfuzz.gpu.triton_wgmma import TritonWgmma
 
     monkeypatch.setenv(ENV, str(tmp_path))
     assert not TritonConvertLayout().availability().available
@@ -267,11 +274,11 @@ def test_without_a_gpu_prebuilt_kernels_are_unsupported_with_the_reason(tmp_path
 def test_prebuilt_kernels_give_what_the_same_kernels_give_through_triton(tmp_path, monkeypatch):
     monkeypatch.setenv("LAYOUTFUZZ_CACHE", str(tmp_path / "cache"))
     # the cubin paths (the kernel cache; prebuilt kernels), launched by cuda.core, against Triton's own launch
-    from gpu.kernel_cache import JIT
-    from gpu.prebuilt import ENV, kernel_path
-    from gpu.targets import cuda_device_availability
-    from gpu.triton_targets import TritonConvertLayout, TritonSharedMemory
-    from harness.runner import make_case
+    from layoutfuzz.gpu.kernel_cache import JIT
+    from layoutfuzz.gpu.prebuilt import ENV, kernel_path
+    from layoutfuzz.gpu.targets import cuda_device_availability
+    from layoutfuzz.gpu.triton_targets import TritonConvertLayout, TritonSharedMemory
+    from layoutfuzz.harness.runner import make_case
 
     if not cuda_device_availability(9, ("torch", "cuda.core", "triton")).available:
         pytest.skip("no sm_90 CUDA device with torch, cuda.core and Triton")
@@ -302,7 +309,7 @@ def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(t
     pytest.importorskip("triton")
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=str(root), LAYOUTFUZZ_CACHE=str(tmp_path / "cache"))
-    args = [sys.executable, "-m", "harness.cli", "matrix", "--triton-python", sys.executable, "--targets",
+    args = [sys.executable, "-m", "layoutfuzz.harness.cli", "matrix", "--triton-python", sys.executable, "--targets",
             "triton.linear_layout", "--cases", "20000", "--jobs", "2", "--out", "m"]
     child = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
@@ -331,10 +338,10 @@ def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(t
 
 
 def test_a_night_whose_replay_passes_under_a_newer_release_records_it_as_fixed_in_the_ledger(tmp_path):
-    from generators.case import Case
-    from harness.nightly import record_fixes, triton_release
-    from reports import ledger
-    from reports.triage import RootCause
+    from layoutfuzz.generators.case import Case
+    from layoutfuzz.harness.nightly import record_fixes, triton_release
+    from layoutfuzz.reports import ledger
+    from layoutfuzz.reports.triage import RootCause
 
     path = tmp_path / "known.toml"
     problem = KnownProblem("triton.layouts", "crash", "SIGABRT: x", "an abort", first_bad="<=3.6.0", bisected="3.6.0 bad")
@@ -363,8 +370,8 @@ def test_a_night_whose_replay_passes_under_a_newer_release_records_it_as_fixed_i
 def test_bisect_finds_a_buckets_reproducer_in_the_ledger(tmp_path):
     import argparse
 
-    from harness.campaign import UsageError
-    from harness.cli_versions import _reproducer
+    from layoutfuzz.harness.campaign import UsageError
+    from layoutfuzz.harness.cli_versions import _reproducer
 
     root = Path(__file__).resolve().parent.parent
     from tests.conftest import known_problem

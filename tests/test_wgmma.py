@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracles.cute import ComposedLayout, Layout, Swizzle, parse_layout
-from oracles.linear_layout import LayoutError
-from oracles.wgmma import (
+from layoutfuzz.oracles.cute import ComposedLayout, Layout, Swizzle, parse_layout
+from layoutfuzz.oracles.linear_layout import LayoutError
+from layoutfuzz.oracles.wgmma import (
     CanonicalLayout,
     Major,
     MatrixDescriptor,

@@ -6,11 +6,11 @@ import itertools
 
 import numpy as np
 
-from generators.source import source_for
-from generators.wgmma import device_case
-from gpu.wgmma import probe_layout
-from oracles.wgmma import CanonicalLayout, Major, SwizzleMode
-from oracles.wgmma_addresses import canonical_addresses, highest_address
+from layoutfuzz.generators.source import source_for
+from layoutfuzz.generators.wgmma import device_case
+from layoutfuzz.gpu.wgmma import probe_layout
+from layoutfuzz.oracles.wgmma import CanonicalLayout, Major, SwizzleMode
+from layoutfuzz.oracles.wgmma_addresses import canonical_addresses, highest_address
 
 
 def table_layouts() -> list[CanonicalLayout]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.cli import build_parser
+from layoutfuzz.harness.cli import build_parser
 
 WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "nightly.yml"
 

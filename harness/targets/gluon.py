@@ -6,8 +6,8 @@ from __future__ import annotations
 from math import prod
 from typing import Any, ClassVar
 
-from harness.target import Availability, Target
-from oracles import triton_layouts as tl
+from layoutfuzz.harness.target import Availability, Target
+from layoutfuzz.oracles import triton_layouts as tl
 
 
 class GluonTarget(Target):
@@ -16,7 +16,7 @@ class GluonTarget(Target):
 
     requires: ClassVar[tuple[str, ...]] = ("triton",)
     preload: ClassVar[tuple[str, ...]] = ("triton", "triton.experimental.gluon.language", "triton.compiler.compiler",
-                                          "harness.targets.gluon_kernels")
+                                          "layoutfuzz.harness.targets.gluon_kernels")
 
     def availability(self) -> Availability:
         try:

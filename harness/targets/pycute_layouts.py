@@ -12,15 +12,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from generators.case import Case
-from generators.cute import SHAPES_ANY, SHAPES_POW2, layout
-from generators.source import Source
-from generators.space import Parameter, Space
-from harness.compare import Comparison
-from harness.target import Availability, Target, Unsupported
-from oracles import cute_properties as props
-from oracles.cute import Layout, flatten
-from oracles.linear_layout import LayoutError
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.cute import SHAPES_ANY, SHAPES_POW2, layout
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Parameter, Space
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.target import Availability, Target, Unsupported
+from layoutfuzz.oracles import cute_properties as props
+from layoutfuzz.oracles.cute import Layout, flatten
+from layoutfuzz.oracles.linear_layout import LayoutError
 
 OPS = ("composition", "coalesce", "complement", "left_inverse", "right_inverse", "logical_divide", "logical_product")
 

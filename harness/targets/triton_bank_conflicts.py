@@ -14,19 +14,19 @@ from collections.abc import Iterator
 from math import prod
 from typing import Any
 
-from generators import legacy_layouts
-from generators.case import Case
-from generators.layouts import memory_layout
-from generators.shrink import halve_out_dim, halved_sizes, narrower_element, replaced
-from generators.source import Source
-from generators.validity import check_layout_kind, check_legacy, check_shape, legacy_from_params, legacy_kind
-from harness.compare import Comparison
-from harness.targets.gluon import GluonTarget, shared_linear, to_gluon
-from harness.triton_compat.builder import builder
-from harness.triton_compat.layouts import shared_layout
-from oracles import triton_layouts as tl
-from oracles.algorithms import optimal_swizzle, shared_access
-from oracles.linear_layout import LinearLayout
+from layoutfuzz.generators import legacy_layouts
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.layouts import memory_layout
+from layoutfuzz.generators.shrink import halve_out_dim, halved_sizes, narrower_element, replaced
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.validity import check_layout_kind, check_legacy, check_shape, legacy_from_params, legacy_kind
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.targets.gluon import GluonTarget, shared_linear, to_gluon
+from layoutfuzz.harness.triton_compat.builder import builder
+from layoutfuzz.harness.triton_compat.layouts import shared_layout
+from layoutfuzz.oracles import triton_layouts as tl
+from layoutfuzz.oracles.algorithms import optimal_swizzle, shared_access
+from layoutfuzz.oracles.linear_layout import LinearLayout
 
 SHARED_KINDS = ("swizzled_shared", "nvmma_shared", "memory", "optimal")
 DIST_KINDS = ("blocked", "nvmma_v2", "nvmma_v3", "dot_operand")

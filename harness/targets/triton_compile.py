@@ -14,17 +14,17 @@ from collections.abc import Iterator, Mapping
 from math import prod
 from typing import Any
 
-from generators import legacy_layouts
-from generators.case import Case
-from generators.shrink import halved_sizes, narrower_element, replaced
-from generators.source import Source
-from generators.validity import check_legacy, check_shape, legacy_from_params, legacy_kind, power_of_two
-from harness.capture import stderr_text
-from harness.compare import Comparison
-from harness.signatures import compile_error
-from harness.targets.gluon import GluonTarget, num_warps, to_gluon
-from oracles import triton_layouts as tl
-from oracles.algorithms import conversion_plan
+from layoutfuzz.generators import legacy_layouts
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.shrink import halved_sizes, narrower_element, replaced
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.validity import check_legacy, check_shape, legacy_from_params, legacy_kind, power_of_two
+from layoutfuzz.harness.capture import stderr_text
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.signatures import compile_error
+from layoutfuzz.harness.targets.gluon import GluonTarget, num_warps, to_gluon
+from layoutfuzz.oracles import triton_layouts as tl
+from layoutfuzz.oracles.algorithms import conversion_plan
 
 DTYPES = {8: "i8", 16: "fp16", 32: "fp32"}
 PTX_COUNTS = {
@@ -111,7 +111,7 @@ class TritonCompile(GluonTarget):
         from triton.backends.compiler import GPUTarget
         from triton.experimental.gluon._runtime import GluonASTSource
 
-        from harness.targets import gluon_kernels
+        from layoutfuzz.harness.targets import gluon_kernels
 
         p = case.params
         dtype = "*" + DTYPES[p["elem_bits"]]

@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from generators import legacy_layouts
-from generators.case import Case
-from generators.shrink import legacy_case_shrinks
-from generators.source import Source
-from generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
-from harness.compare import Comparison, compare_values
-from harness.signatures import normalise
-from harness.targets.gluon import GluonTarget, to_gluon
-from harness.triton_compat.builder import builder
-from harness.triton_compat.layouts import bases, in_triton_convention, shared_layout
-from oracles import triton_layouts as tl
+from layoutfuzz.generators import legacy_layouts
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.shrink import legacy_case_shrinks
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
+from layoutfuzz.harness.compare import Comparison, compare_values
+from layoutfuzz.harness.signatures import normalise
+from layoutfuzz.harness.targets.gluon import GluonTarget, to_gluon
+from layoutfuzz.harness.triton_compat.builder import builder
+from layoutfuzz.harness.triton_compat.layouts import bases, in_triton_convention, shared_layout
+from layoutfuzz.oracles import triton_layouts as tl
 
 
 def layout_dict(layout) -> dict[str, list[list[int]]]:

@@ -13,15 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from generators.case import Case
-from generators.layouts import LAYOUT_KINDS, arbitrary_layout, distributed_layout, sample_layout
-from generators.shrink import joint_out_dim_halvings, layout_shrinks, replaced
-from generators.source import Source
-from generators.space import Parameter, Space
-from generators.validity import check_layout_kind, power_of_two
-from harness.compare import Comparison, compare_values
-from harness.target import Availability, Target
-from oracles.linear_layout import LinearLayout
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.layouts import LAYOUT_KINDS, arbitrary_layout, distributed_layout, sample_layout
+from layoutfuzz.generators.shrink import joint_out_dim_halvings, layout_shrinks, replaced
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Parameter, Space
+from layoutfuzz.generators.validity import check_layout_kind, power_of_two
+from layoutfuzz.harness.compare import Comparison, compare_values
+from layoutfuzz.harness.target import Availability, Target
+from layoutfuzz.oracles.linear_layout import LinearLayout
 
 OPS = (
     "apply",

@@ -15,17 +15,17 @@ from collections.abc import Iterator
 from math import prod
 from typing import Any
 
-from generators import legacy_layouts
-from generators.case import Case
-from generators.shrink import legacy_case_shrinks
-from generators.source import Source
-from generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
-from harness.compare import Comparison
-from harness.signatures import normalise
-from harness.target import Unsupported
-from harness.targets.gluon import GluonTarget, to_gluon
-from harness.triton_compat.layouts import shared_layout
-from oracles import triton_layouts as tl
+from layoutfuzz.generators import legacy_layouts
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.shrink import legacy_case_shrinks
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.signatures import normalise
+from layoutfuzz.harness.target import Unsupported
+from layoutfuzz.harness.targets.gluon import GluonTarget, to_gluon
+from layoutfuzz.harness.triton_compat.layouts import shared_layout
+from layoutfuzz.oracles import triton_layouts as tl
 
 DTYPES = {8: "int8", 16: "float16", 32: "float32"}
 _SHARED_LINEAR = re.compile(r"#ttg\.shared_linear<\{offset = (\[[\[\]\d, ]*\])")
@@ -99,7 +99,7 @@ class TritonSharedLayouts(GluonTarget):
     def observed(self, case: Case) -> Any:
         from triton.experimental.gluon import language as ttgl
 
-        from harness.triton_compat.layouts import front_end_ir
+        from layoutfuzz.harness.triton_compat.layouts import front_end_ir
 
         p = case.params
         if prod(p["shape"]) < 2:

@@ -27,7 +27,7 @@ def parse_version(text: str) -> tuple[int, int, int]:
 def version() -> tuple[int, int, int]:
     """The version of the Triton under test: the one that compiled the prebuilt kernels this process runs
     (``$LAYOUTFUZZ_KERNELS``, ``gpu.prebuilt``), else the one it imports."""
-    from gpu.prebuilt import active_folder, folder_version
+    from layoutfuzz.gpu.prebuilt import active_folder, folder_version
 
     folder = active_folder()
     if folder is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.triton_compat import at_least
+from layoutfuzz.harness.triton_compat import at_least
 
 DISTRIBUTED = {"register": "reg_bases", "lane": "lane_bases", "warp": "warp_bases", "block": "block_bases"}
 SHARED = {"offset": "offset_bases", "block": "block_bases"}
@@ -71,7 +71,7 @@ def shared_layout(layout: Any, shape: list[int]) -> Any:
     """The oracle's linear layout of a shared legacy layout, in this Triton's definition: an unswizzled
     transposed 2-D NVMMA buffer is dim 0 fastest from 3.8.0 on (rank 3 and more keep the older
     definition, which the H100 has not settled)."""
-    from oracles import triton_layouts as tl
+    from layoutfuzz.oracles import triton_layouts as tl
 
     if (isinstance(layout, tl.NVMMASharedLayout) and layout.swizzle_byte_width == 0 and layout.transposed
             and layout.rank == 2 and honours_unswizzled_transposed()):

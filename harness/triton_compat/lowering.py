@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.triton_compat import at_least
+from layoutfuzz.harness.triton_compat import at_least
 
 WARP_SHUFFLE = "warp_shuffle"
 

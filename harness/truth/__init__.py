@@ -1,4 +1,4 @@
-"""Recorded ground truth shipped with the harness: what an H200 and an H100 did (``python -m gpu.record``) and
+"""Recorded ground truth shipped with the harness: what an H200 and an H100 did (``python -m layoutfuzz.gpu.record``) and
 the worked examples of the seeds. ``layoutfuzz selftest`` and the tests replay them."""
 
 from __future__ import annotations
