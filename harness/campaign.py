@@ -9,6 +9,7 @@ import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from layoutfuzz.harness import registry
+from layoutfuzz.harness import registry, trust
 from layoutfuzz.harness.batching import StoredPass
 from layoutfuzz.harness.runner import Result, Runner, Shard, make_case, run_cases, share
 from layoutfuzz.harness.target import OUTCOMES, Outcome, Target
@@ -60,16 +61,31 @@ def specs_by_name(targets: list[tuple[str, Target]]) -> dict[str, str]:
     return {target.name: spec for spec, target in targets}
 
 
-def campaign_targets(store: Store) -> dict[str, tuple[str, Target]]:
-    """Target name -> (spec, target) of each target a stored campaign ran that still loads here."""
+def campaign_targets(store: Store, grants: Iterable[str] = ()) -> dict[str, tuple[str, Target]]:
+    """Target name -> (spec, target) of each target a stored campaign ran that is installed here (or that the
+    user names with ``grants``, their ``--target``); a store is data, so any other spec it lists is not imported."""
     out = {}
-    for spec in store.meta().get("targets", []):
+    try:
+        recorded = store.meta().get("targets", [])
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    for spec in recorded:
         try:
-            target = load_target(spec)
-        except UsageError:  # a plug-in no longer installed: its rows still show, without its hooks
+            target = load_target(trust.trusted_spec(spec, f"{store.path}", grants=grants))
+        except (UsageError, trust.UntrustedTarget):  # not installed here: its rows still show, without its hooks
             continue
         out[target.name] = (spec, target)
     return out
+
+
+def stored_specs(store: Store, grants: Iterable[str]) -> list[str]:
+    """The specs a stored campaign runs again (``--resume``): each installed here or named by the user with
+    ``--target``; a store naming any other code is refused, in one line that says how to trust it."""
+    try:
+        recorded = store.meta().get("targets", [])
+        return [trust.trusted_spec(spec, f"the campaign in {store.directory}", grants=grants) for spec in recorded]
+    except (StoreError, trust.UntrustedTarget) as exc:
+        raise UsageError(str(exc)) from None
 
 
 def system_version(target: Target) -> str:
@@ -83,11 +99,30 @@ def system_version(target: Target) -> str:
     return ", ".join(found)
 
 
+def command_line_targets(args: argparse.Namespace) -> list[str]:
+    """The target names and specs the user typed (``--targets A,B``, ``--target MODULE:ATTR``): their own choice."""
+    named = [t.strip() for t in (getattr(args, "targets", None) or "").split(",") if t.strip()]
+    return named + list(getattr(args, "target", None) or [])
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command that continues this campaign (naming again the targets the user named as module:attr)."""
+    specs = [t for t in command_line_targets(args) if ":" in t]
+    return f"layoutfuzz run --out {args.out} --resume" + "".join(f" --target {s}" for s in specs)
+
+
 def open_store(directory: str | Path) -> Store:
+    """An existing campaign's store, its settings checked (a store that is not a valid campaign is refused)."""
     try:
-        return Store(directory, create=False)
+        store = Store(directory, create=False)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
+    try:
+        store.meta()
+    except StoreError as exc:
+        store.close()
+        raise UsageError(str(exc)) from None
+    return store
 
 
 def prepare_store(args: argparse.Namespace) -> tuple[Store, dict[str, Any]]:
@@ -112,9 +147,14 @@ def _open_campaign(args: argparse.Namespace, out: Path, existing: bool) -> tuple
         if not existing:
             raise UsageError(f"nothing to resume in {out}: no {DB_NAME} there")
         store = open_store(out)
-        meta = store.meta()
-        if not meta.get("targets"):
-            raise UsageError(f"{out / DB_NAME} holds no campaign settings to resume")
+        try:
+            meta = store.meta()
+            if not meta.get("targets"):
+                raise UsageError(f"{out / DB_NAME} holds no campaign settings to resume")
+            meta["targets"] = stored_specs(store, command_line_targets(args))
+        except BaseException:
+            store.close()
+            raise
         return store, meta
     if existing:
         if not args.force:
@@ -126,9 +166,8 @@ def _open_campaign(args: argparse.Namespace, out: Path, existing: bool) -> tuple
             path = out / name
             shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
     store = Store(out)
-    names = [t.strip() for t in (args.targets or "").split(",") if t.strip()] + list(args.target or [])
     meta = {
-        "targets": target_specs(names),
+        "targets": target_specs(command_line_targets(args)),
         "seed": args.seed,
         "shard": str(args.shard),
         "cases": args.cases,
@@ -307,9 +346,9 @@ def save_reduction(done: Reduction, case_file: Path, report_file: Path | None, r
 
 
 def replay_command(case_file: Path, target: str, spec: str) -> str:
-    """The one command that replays a case file (naming the target spec unless it is built in)."""
-    builtin = registry.BUILTIN.get(target) == spec
-    return f"layoutfuzz reproduce {case_file}" + ("" if builtin else f" --target {spec}")
+    """The one command that replays a case file (naming the target spec unless it is installed as a target)."""
+    installed = trust.installed_spec(spec, target) == spec
+    return f"layoutfuzz reproduce {case_file}" + ("" if installed else f" --target {spec}")
 
 
 def reduce_representatives(store: Store, buckets: pd.DataFrame, specs: dict[str, str], timeout: float,

@@ -19,6 +19,7 @@ from layoutfuzz.harness.campaign import (
     DEFAULT_TARGETS,
     UsageError,
     open_store,
+    resume_command,
     run_campaign,
 )
 from layoutfuzz.harness.cli_cases import cmd_reduce, cmd_reproduce
@@ -127,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if campaign.findings:
         print(f"reports: {campaign.directory / 'reports'}", file=sys.stderr)
     if campaign.interrupted:
-        print(f"interrupted; continue with: layoutfuzz run --out {args.out} --resume", file=sys.stderr)
+        print(f"interrupted; continue with: {resume_command(args)}", file=sys.stderr)
         return 130
     return 1 if (args.fail_on_findings and campaign.findings) or new_buckets else 0
 
@@ -432,19 +433,23 @@ def main(argv: list[str] | None = None) -> int:
     import errno
     import sqlite3
 
+    from layoutfuzz.harness.trust import UntrustedTarget
+    from layoutfuzz.reports.schema import SchemaError
+    from layoutfuzz.reports.store import StoreError
+    from layoutfuzz.reports.triage import TriageError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except UsageError as exc:
+    except (UsageError, UntrustedTarget, SchemaError, StoreError, TriageError) as exc:  # bad input, or data that is not what it claims
         print(f"layoutfuzz: error: {exc}", file=sys.stderr)
         return 2
     except (OSError, sqlite3.OperationalError) as exc:  # out of disk: everything recorded so far is kept
         full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in str(exc)
         if not full:
             raise
-        out = getattr(args, "out", None) or getattr(args, "root", "")
         print(f"layoutfuzz: error: no space left on the disk ({exc}); what was recorded is kept: free space, then run "
-              f"the same command again" + (f" (for a campaign: layoutfuzz run --out {out} --resume)" if out else ""), file=sys.stderr)
+              f"the same command again" + (f" (for a campaign: {resume_command(args)})" if getattr(args, "out", None) else ""), file=sys.stderr)
         return 2
 
 

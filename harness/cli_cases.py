@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from layoutfuzz.generators.case import Case, parse_case_id
-from layoutfuzz.harness import registry
+from layoutfuzz.harness import registry, trust
 from layoutfuzz.harness.campaign import (
     UsageError,
-    campaign_targets,
     load_target,
     open_store,
     reduced_path,
@@ -23,7 +22,8 @@ from layoutfuzz.harness.campaign import (
 )
 from layoutfuzz.harness.runner import Result, Runner, make_case
 from layoutfuzz.harness.target import Outcome, Target
-from layoutfuzz.reports.store import DB_NAME, write_atomically
+from layoutfuzz.reports import schema
+from layoutfuzz.reports.store import DB_NAME, StoreError, write_atomically
 
 
 @dataclass(frozen=True)
@@ -40,20 +40,32 @@ class NamedCase:
 
 
 def read_case_file(path: Path) -> tuple[Case, dict[str, Any] | None]:
-    """The case a report or case file holds, and the report if it is one (a malformed file is a usage error)."""
+    """The case a report or case file holds, and the report if it is one, each checked against its schema
+    before any field is used (a malformed file is a usage error)."""
     try:
-        data = json.loads(path.read_text())
-        report = data if isinstance(data, dict) and "case" in data else None
-        return Case.from_dict(data["case"] if report else data), report
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(f"{path} is not a layoutfuzz report or case: {exc}") from None
+        data, is_report = schema.load_document(path)
+    except schema.SchemaError as exc:
+        raise UsageError(str(exc)) from None
+    return Case.from_dict(data["case"] if is_report else data), (data if is_report else None)
+
+
+def _trusted(recorded: str, where: str, name: str, args: argparse.Namespace) -> str:
+    """The spec to load for a target a file or store names: ``--target`` when given (the user's choice), else an
+    installed target's; any other spec in data is refused, not imported."""
+    if args.target:
+        return args.target
+    try:
+        return trust.trusted_spec(recorded, where, name)
+    except trust.UntrustedTarget as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] | None, Path | None, Path | None, Path | None]:
     path = Path(args.case)
     if path.is_file():
         case, report = read_case_file(path)
-        spec = args.target or (report or {}).get("target_spec") or case.target
+        recorded = (report or {}).get("target_spec") or case.target
+        spec = _trusted(recorded, f"{path}", case.target, args)
         return case, spec, report, (path if report else None), (None if report else path), None
     key = parse_case_id(args.case)
     if key is None:
@@ -63,18 +75,41 @@ def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] 
     if (Path(args.out) / DB_NAME).exists():
         store = open_store(args.out)
         try:
-            if not args.target:  # the campaign's own spec for this name
-                spec = campaign_targets(store).get(target_name, (spec,))[0]
+            if not args.target:  # the campaign's own spec for this name, if it is installed here
+                stored = _stored_names(store)
+                foreign = [s for s, n in stored if s == n]  # specs of code not installed here
+                recorded = {n: s for s, n in stored}.get(target_name) or (foreign[0] if len(foreign) == 1 else target_name)
+                spec = _trusted(recorded, f"the campaign in {args.out}", target_name, args)
             found = store.find(args.case)
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
         finally:
             store.close()
         if found:
             case, report_path = found
             case = case or make_case(load_target(spec), seed, index)  # a pass (or unsupported case) kept without its parameters
             report_file = Path(report_path) if report_path and Path(report_path).exists() else None
-            report = json.loads(report_file.read_text()) if report_file else None
+            report = None
+            if report_file is not None:
+                try:
+                    report = schema.load_report(report_file)
+                except schema.SchemaError as exc:
+                    raise UsageError(str(exc)) from None
             return case, spec, report, report_file, None, Path(args.out)
+    if not args.target:
+        spec = _trusted(target_name, f"case id {args.case}", target_name, args)
     return make_case(load_target(spec), seed, index), spec, None, None, None, None
+
+
+def _stored_names(store) -> list[tuple[str, str]]:
+    """(spec, target name) of each target a store lists; the name is read off an installed target's spec or, for a
+    spec that is not installed, the spec itself (it is never imported to ask)."""
+    out = []
+    for spec in store.meta().get("targets", []):
+        installed = trust.installed_spec(spec)
+        name = next((n for n, s in registry.available_specs().items() if s == installed), spec) if installed else spec
+        out.append((spec, name))
+    return out
 
 
 def named_case(args: argparse.Namespace) -> NamedCase:
@@ -82,10 +117,12 @@ def named_case(args: argparse.Namespace) -> NamedCase:
     is a usage error."""
     case, spec, report, report_path, case_file, store_dir = _from_argument(args)
     target = load_target(spec)
+    if target.name != case.target:
+        raise UsageError(f"case {case.case_id} is a case of {case.target!r}, not of {target.name!r} ({spec})")
     try:
         target.validate(case)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"malformed case {case.case_id}: {exc}") from None
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise UsageError(f"malformed case {case.case_id}: {str(exc)[:300]}") from None
     return NamedCase(case, registry.resolve(spec), target, report, report_path, case_file, store_dir)
 
 

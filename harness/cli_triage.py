@@ -15,6 +15,7 @@ from layoutfuzz.harness.campaign import UsageError, campaign_targets, open_store
 from layoutfuzz.harness.nightly import root_cause_table, run_night
 from layoutfuzz.harness.target import PARTIES
 from layoutfuzz.reports import ledger as ledger_file
+from layoutfuzz.reports import schema
 from layoutfuzz.reports.attribution import attribute
 from layoutfuzz.reports.buckets import bucket_table, diff_buckets
 from layoutfuzz.reports.junit import junit_xml
@@ -102,7 +103,7 @@ def campaign_root_causes(directory: Path, known_path: str) -> pd.DataFrame:
     for b in buckets.itertuples():
         problem = known.get(b.bucket)
         blame = attribute(targets.get(b.target), b.outcome, b.signature, problem)
-        reduced = reduced_path(directory / b.report) if b.report else None
+        reduced = reduced_path(schema.report_path(directory, b.report)) if b.report else None
         if reduced is not None and reduced.exists():
             reproducer, replay = f"reduced {reduced}", replay_command(reduced, b.target, loaded.get(b.target, (b.target,))[0])
         else:

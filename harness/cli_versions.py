@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from layoutfuzz.gpu.prebuilt import folder_version
-from layoutfuzz.harness import environments
+from layoutfuzz.harness import environments, trust
 from layoutfuzz.harness.bisect import bisect, replay
 from layoutfuzz.harness.campaign import UsageError
 from layoutfuzz.harness.cli_cases import read_case_file
@@ -29,6 +29,7 @@ from layoutfuzz.harness.matrix import (
     write_matrix,
 )
 from layoutfuzz.reports import ledger as ledger_file
+from layoutfuzz.reports import schema
 from layoutfuzz.reports.ledger import DEFAULT_LEDGER
 from layoutfuzz.reports.store import write_atomically
 from layoutfuzz.reports.tables import FORMATS, for_terminal, render
@@ -80,7 +81,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     runs = ordered([VersionRun(e, out / folder_name(e.label)) for e in envs])
     started = time.monotonic()
     for run in runs:
-        status = run_version(run, campaign, each if resume else None, args.force)
+        again = each + (["--targets", args.targets] if args.targets else [])  # names a module:attr the user gave again
+        status = run_version(run, campaign, again if resume else None, args.force)
         if status == 130:
             print(f"interrupted; the same command resumes (stores in {out})", file=sys.stderr)
             return 130
@@ -137,8 +139,8 @@ def _reproducer(args: argparse.Namespace) -> tuple[Path, str | None]:
             if report.name.endswith(".reduced.json"):
                 continue
             try:
-                data = json.loads(report.read_text())
-            except (OSError, ValueError):
+                data = schema.load_report(report)
+            except schema.SchemaError:
                 continue
             if data.get("bucket") == args.case:
                 args.case = str(report)
@@ -216,8 +218,16 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 
     jobs = []
     for path in args.case or []:
-        case, _ = read_case_file(Path(path))
-        jobs.append(Job(target_specs([case.target])[0], case))
+        case, report = read_case_file(Path(path))
+        try:
+            spec = trust.trusted_spec((report or {}).get("target_spec") or case.target, path, case.target)
+        except trust.UntrustedTarget as exc:
+            raise UsageError(str(exc)) from None
+        try:
+            load_target(spec).validate(case)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            raise UsageError(f"malformed case {case.case_id}: {str(exc)[:300]}") from None
+        jobs.append(Job(spec, case))
     if args.targets:
         if not args.cases:
             raise UsageError("--targets needs --cases N")

@@ -78,7 +78,7 @@ def requirements() -> list[str]:
     try:
         listed = metadata.requires("layoutfuzz") or []
     except metadata.PackageNotFoundError:
-        listed = ["numpy>=1.26", "pandas>=2.1", "tabulate>=0.9", "hypothesis>=6.100", "pebble>=5.0", "tqdm>=4.66", "tomli-w>=1.0"]
+        listed = ["numpy>=1.26", "pandas>=2.1", "tabulate>=0.9", "hypothesis>=6.100", "pebble>=5.0", "tqdm>=4.66", "tomli-w>=1.0", "jsonschema>=4.18"]
     plain = [r.split(";")[0].strip() for r in listed if "extra ==" not in r]
     return [r for r in plain if not re.match(r"(triton|uv)\b", r)]
 

@@ -30,6 +30,7 @@ from layoutfuzz.harness.signatures import root_cause
 from layoutfuzz.harness.target import Target
 from layoutfuzz.harness.triton_compat import parse_version
 from layoutfuzz.reports import ledger as ledger_file
+from layoutfuzz.reports import schema
 from layoutfuzz.reports.attribution import attribute
 from layoutfuzz.reports.store import write_atomically
 from layoutfuzz.reports.tables import render
@@ -55,7 +56,7 @@ class Night:
 def replay_open(triage: Triage, night: str, targets: Sequence[tuple[str, Target]], jobs: int, timeout: float) -> dict[str, Replay]:
     """Re-runs the stored reproducer of every open root cause of tonight's (available) targets."""
     runnable = {t.name: (spec, t) for spec, t in targets if t.availability().available}
-    causes = triage.to_replay(runnable, night)
+    causes = [c for c in triage.to_replay(runnable, night) if _valid(runnable[c.target][1], c)]
     if not causes:
         return {}
     print(f"re-running the reproducers of {len(causes)} open root cause(s)...", file=sys.stderr)
@@ -76,13 +77,24 @@ def replay_open(triage: Triage, night: str, targets: Sequence[tuple[str, Target]
     return replays
 
 
+def _valid(target: Target, cause) -> bool:
+    """Whether a stored reproducer passes its target's validation (a root is data); one that does not is skipped."""
+    try:
+        target.validate(cause.reproducer)
+        return True
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        print(f"{cause.bucket}: its stored reproducer is not a valid case of {target.name} ({str(exc)[:200]}); not replayed",
+              file=sys.stderr)
+        return False
+
+
 def reproducers_of(campaign: Campaign) -> dict[str, tuple[Case, bool]]:
     """Bucket -> (its reduced case where there is one, else its representative; reduced?)."""
     out = {}
     for row in campaign.buckets.itertuples():
         if not row.report:
             continue
-        report = json.loads((campaign.directory / row.report).read_text())
+        report = schema.load_report(schema.report_path(campaign.directory, row.report))
         if report.get("reduced_case"):
             out[row.bucket] = (Case.from_dict(report["reduced_case"]), True)
         else:

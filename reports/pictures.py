@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from layoutfuzz.reports import schema
+
 CELL = 16  # bytes per cell, as in PTX 5.5.7's figures
 
 
@@ -258,14 +260,14 @@ def html_report(directory: Path, table_html: str, root_causes, reports: dict[str
         seen = "".join(f"<br>{escape(k)}: {escape(str(row[k]))}" for k in ("first seen", "last seen", "fixed in") if row.get(k))
         parts.append(
             f"<h3><span class='{escape(status.split(':')[0])}'>{escape(status)}</span> · {escape(row['target'])} · "
-            f"{escape(row['outcome'])} · {row['cases']} case(s)</h3>"
+            f"{escape(str(row['outcome']))} · {escape(str(row['cases']))} case(s)</h3>"
             f"<p><code>{escape(str(row['signature']))}</code><br>attribution: {escape(str(row.get('attribution', '')))}"
             f" <small>({escape(str(row.get('evidence', '')))})</small><br>families: {escape(str(row.get('families', '')))}{seen}"
             f"<br>replay: <code>{escape(str(row.get('replay', '')))}</code></p>")
-        path = Path(directory) / reports[row["bucket"]] if reports.get(row["bucket"]) else None
+        path = schema.report_path(Path(directory), reports[row["bucket"]]) if reports.get(row["bucket"]) else None
         if path is None or not path.exists():
             continue
-        view = reduced_view(json.loads(path.read_text()))
+        view = reduced_view(schema.load_report(path))
         if view["outcome"] in ("crash", "timeout", "error"):  # nothing to draw: what the worker said
             parts.append(f"<pre>{escape(view.get('detail', '')[-3000:])}</pre>")
         else:

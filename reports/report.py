@@ -14,6 +14,7 @@ from typing import Any
 from layoutfuzz.harness.compare import summarised
 from layoutfuzz.harness.runner import Result
 from layoutfuzz.harness.signatures import root_cause
+from layoutfuzz.harness.trust import installed_spec
 
 REPORT_SCHEMA = 1
 VALUE_LIMIT = 16 * 1024  # characters of JSON kept per expected/observed value; `reproduce` recomputes the rest
@@ -60,6 +61,8 @@ def build_report(
     """Everything needed to understand and reproduce one non-pass outcome."""
     target = result.case.target
     reproduce = f"layoutfuzz reproduce {report_path}" if report_path else f"layoutfuzz reproduce {result.case.case_id}"
+    if installed_spec(target_spec, target) != target_spec:  # a report names no code it would import on its own
+        reproduce += f" --target {target_spec}"
     return {
         "schema": REPORT_SCHEMA,
         "case_id": result.case.case_id,

@@ -20,6 +20,7 @@ import pandas as pd
 from layoutfuzz.generators.case import Case, parse_case_id
 from layoutfuzz.harness.runner import Result
 from layoutfuzz.harness.target import Outcome
+from layoutfuzz.reports import schema
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -202,7 +203,17 @@ class Store:
     # ---- campaign metadata ---------------------------------------------------------------
 
     def meta(self) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM campaign")}
+        """The campaign's settings, checked against their schema (a store is data: it may come from anyone)."""
+        try:
+            values = {str(k): json.loads(v, parse_constant=schema.strict_constant) for k, v in self.db.execute("SELECT key, value FROM campaign")}
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise StoreError(f"{self.path} is not a valid layoutfuzz campaign: its settings are not JSON ({exc})") from None
+        if values:  # a store being made has none yet
+            try:
+                schema.check(values, "campaign", str(self.path))
+            except schema.SchemaError as exc:
+                raise StoreError(str(exc)) from None
+        return values
 
     def set_meta(self, values: Mapping[str, Any]) -> None:
         """All the settings or none (autocommit mode would keep some of them on a failure)."""
@@ -268,7 +279,14 @@ class Store:
         row = self.db.execute("SELECT case_json, report FROM outcomes WHERE target=? AND seed=? AND idx=?", key).fetchone()
         if row is None:
             return None
-        return (Case.from_dict(json.loads(row[0])) if row[0] else None), (str(self.directory / row[1]) if row[1] else None)
+        try:
+            case = Case.from_dict(schema.check(json.loads(row[0]), "case", f"{self.path} ({case_id})")) if row[0] else None
+            report = str(schema.report_path(self.directory, row[1])) if row[1] else None
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise StoreError(str(exc) if isinstance(exc, schema.SchemaError) else f"{self.path}: {case_id}: {exc}") from None
+        if case is not None and case.case_id != case_id:
+            raise StoreError(f"{self.path} is not a valid layoutfuzz campaign: the row of {case_id} holds case {case.case_id}")
+        return case, report
 
 
 def outcome_row(result: Result, bucket: str, signature: str | None, report: str | None) -> tuple:

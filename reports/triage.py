@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.reports import schema
 from layoutfuzz.reports.store import transaction
 
 HISTORY = "history.sqlite"
@@ -98,7 +99,12 @@ class Triage:
         rows = self.db.execute(
             "SELECT bucket, target, outcome, signature, families, spec, reproducer, reduced, first_night, first_version,"
             " last_night, last_version, status, fixed_night, fixed_version FROM root_causes").fetchall()
-        return {r[0]: RootCause(*r[:6], Case.from_dict(json.loads(r[6])), bool(r[7]), *r[8:]) for r in rows}
+        try:  # a root is data (CI caches and uploads it): each reproducer is checked before it is replayed
+            return {r[0]: RootCause(*r[:6], Case.from_dict(schema.check(json.loads(r[6], parse_constant=schema.strict_constant),
+                                                                        "case", f"{self.path} ({r[0]})")), bool(r[7]), *r[8:])
+                    for r in rows}
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise TriageError(str(exc) if isinstance(exc, schema.SchemaError) else f"{self.path}: a reproducer is not JSON: {exc}") from None
 
     def to_replay(self, targets: Iterable[str], night: str) -> list[RootCause]:
         """Open root causes of these targets first seen before ``night``, whose reproducers tonight re-runs."""

@@ -72,3 +72,27 @@ class SlowTarget(Target):
     def observed(self, case):
         time.sleep(0.05)
         return case.params["value"]
+
+
+MARKUP = "<script>alert('layoutfuzz')</script><img src=x onerror=alert(1)>"
+
+
+class MarkupTarget(Target):
+    """Everything a system under test says is markup: family names, crash output, values (issue 20)."""
+
+    name = "test.markup"
+
+    def generate(self, source):
+        return {"value": source.integer(0, 3)}
+
+    def family(self, case):
+        return f"{MARKUP}{case.params['value'] % 2}"
+
+    def expected(self, case):
+        return {"value": MARKUP}
+
+    def observed(self, case):
+        if case.index % 2:
+            print(MARKUP, file=sys.stderr, flush=True)
+            os.abort()
+        return {"value": MARKUP + "!"}

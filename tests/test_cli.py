@@ -39,23 +39,24 @@ def test_run_then_reproduce_every_report(tmp_path):
     for path in reports:
         report = json.loads(path.read_text())
         outcomes[report["case"]["index"]] = report["outcome"]
-        assert report["reproduce"] == f"layoutfuzz reproduce {Path('out', 'reports', path.name)}"
+        # the one command that replays it names the target, which is not installed (a report names no code to import)
+        assert report["reproduce"] == f"layoutfuzz reproduce {Path('out', 'reports', path.name)} --target {CRASHY}"
         assert report["versions"]["python"] and report["bucket"]
     assert outcomes == {1: "crash", 2: "crash", 3: "timeout", 4: "diverge",
                         7: "crash", 8: "crash", 9: "timeout", 10: "diverge"}
     for path in reports:
         if json.loads(path.read_text())["outcome"] == "timeout":
             continue  # reproducing a hang takes the whole timeout; covered once below
-        again = layoutfuzz("reproduce", str(path), cwd=tmp_path)
+        again = layoutfuzz("reproduce", str(path), "--target", CRASHY, cwd=tmp_path)
         assert again.returncode == 1, again.stdout + again.stderr
         assert "-> reproduced" in again.stdout
-    diverged = layoutfuzz("reproduce", "out/reports/test.crashy-0-4.json", cwd=tmp_path)
+    diverged = layoutfuzz("reproduce", "out/reports/test.crashy-0-4.json", "--target", CRASHY, cwd=tmp_path)
     assert "1 mismatch(es)" in diverged.stdout and "value: expected" in diverged.stdout
-    hang = layoutfuzz("reproduce", "out/reports/test.crashy-0-3.json", "--timeout", "1", cwd=tmp_path)
+    hang = layoutfuzz("reproduce", "out/reports/test.crashy-0-3.json", "--timeout", "1", "--target", CRASHY, cwd=tmp_path)
     assert hang.returncode == 1 and "outcome: timeout" in hang.stdout
     kept = dict(sqlite3.connect(tmp_path / "out" / "layoutfuzz.sqlite").execute("SELECT idx, case_json FROM outcomes"))
     assert kept[0] == "" and json.loads(kept[4])["index"] == 4  # a pass keeps no parameters, a finding does
-    passing = layoutfuzz("reproduce", "test.crashy/0/0", "--out", "out", cwd=tmp_path)  # regenerated from its seed
+    passing = layoutfuzz("reproduce", "test.crashy/0/0", "--out", "out", "--target", CRASHY, cwd=tmp_path)  # regenerated from its seed
     assert passing.returncode == 0 and "outcome: pass" in passing.stdout
     table = layoutfuzz("table", "--out", "out", "--format", "csv", cwd=tmp_path)
     assert table.returncode == 0
@@ -141,7 +142,7 @@ def test_sigkill_then_resume_loses_nothing_and_repeats_nothing(tmp_path):
     assert 20 <= len(killed) < 120, "the campaign must be killed mid-way"
     assert set(dict(before)) <= set(killed)  # what was seen recorded survived the kill
 
-    resumed = layoutfuzz("run", "--out", "o", "--resume", "-q", cwd=tmp_path)
+    resumed = layoutfuzz("run", "--out", "o", "--resume", "--target", "tests.crashy_target:SlowTarget", "-q", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert f"{120 - len(killed)} cases in" in resumed.stderr  # ran only what was missing
     after = dict(sqlite3.connect(db).execute("SELECT idx, recorded_at FROM outcomes").fetchall())
@@ -182,7 +183,7 @@ def test_ctrl_c_stops_keeps_everything_and_says_how_to_resume(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "interrupted; continue with: layoutfuzz run --out o --resume" in err
+    assert "interrupted; continue with: layoutfuzz run --out o --resume --target tests.crashy_target:SlowTarget" in err
     assert "| test.slow" in out  # the table of what ran is still printed
     recorded = sqlite3.connect(db).execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
     assert 10 <= recorded < 400
@@ -251,6 +252,7 @@ def test_a_full_disk_is_one_line_and_the_store_stays_resumable(tmp_path, monkeyp
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err[-1:]) == 1 and "no space left on the disk" in err[-1] and "--resume" in err[-1]
     monkeypatch.setattr(Store, "record_many", real)
-    assert cli.main(["run", "--out", out, "--resume", "-q"]) == 0  # the rest runs once there is room
+    assert f"layoutfuzz run --out {out} --resume --target tests.crashy_target:SlowTarget" in err[-1]
+    assert cli.main(["run", "--out", out, "--resume", "--target", "tests.crashy_target:SlowTarget", "-q"]) == 0  # the rest runs once there is room
     db = Store(out, create=False)
     assert len(db.recorded()) == 8

@@ -22,14 +22,14 @@ def test_reduce_keeps_the_failure_and_records_it_in_the_report(tmp_path):
                      cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     report = tmp_path / "out" / "reports" / "test.crashy-0-4.json"  # a divergence
-    done = layoutfuzz("reduce", str(report), "--write", "small.json", cwd=tmp_path)
+    done = layoutfuzz("reduce", str(report), "--write", "small.json", "--target", CRASHY, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "small.json").read_text())["params"] == {"value": 0}
     assert json.loads(report.read_text())["reduced_case"]["params"] == {"value": 0}
     assert json.loads(report.read_text())["case"]["params"]["value"] != 0  # the original is kept
     again = layoutfuzz("reproduce", "small.json", "--target", CRASHY, cwd=tmp_path)
     assert again.returncode == 1 and "outcome: diverge" in again.stdout
-    crash = layoutfuzz("reduce", "out/reports/test.crashy-0-1.json", "--write", "abort.json", cwd=tmp_path)
+    crash = layoutfuzz("reduce", "out/reports/test.crashy-0-1.json", "--write", "abort.json", "--target", CRASHY, cwd=tmp_path)
     assert crash.returncode == 0 and "crash (SIGABRT: " in crash.stdout
     passing = layoutfuzz("reduce", "test.crashy/0/0", "--target", CRASHY, cwd=tmp_path)
     assert passing.returncode == 1 and "nothing to reduce" in passing.stdout
@@ -50,7 +50,7 @@ def test_reduce_of_a_case_id_saves_beside_the_campaign_and_never_into_the_workin
     run = layoutfuzz("run", "--target", CRASHY, "--cases", "5", "--timeout", "2", "--jobs", "2", "-q", "--out", "out",
                      cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    done = layoutfuzz("reduce", "test.crashy/0/4", "--out", "out", cwd=tmp_path)
+    done = layoutfuzz("reduce", "test.crashy/0/4", "--out", "out", "--target", CRASHY, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert not list(tmp_path.glob("*.reduced.json"))
     report = json.loads((tmp_path / "out" / "reports" / "test.crashy-0-4.json").read_text())

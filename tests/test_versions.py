@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from layoutfuzz.generators.case import Case
 from layoutfuzz.harness import environments
 from layoutfuzz.harness.bisect import Replay, bisect
 from layoutfuzz.harness.environments import EnvironmentFailure, release_range
@@ -252,8 +253,13 @@ def test_kernels_compiles_each_case_once_per_release_and_files_rejections(tmp_pa
     case = make_case(target, 4, 0)
     bad = dict(case.params, num_warps=case.params["num_warps"] * 2)
     (tmp_path / "bad.json").write_text(json.dumps({**case.to_dict(), "params": bad}))
-    done = layoutfuzz("kernels", "--case", "bad.json", "--out", "k", "-q", cwd=tmp_path, timeout=600)
-    assert done.returncode == 0 and "1 rejected" in done.stdout, done.stdout + done.stderr
+    refused = layoutfuzz("kernels", "--case", "bad.json", "--out", "k", "-q", cwd=tmp_path, timeout=600)
+    assert refused.returncode == 2 and "malformed case" in refused.stderr, refused.stderr  # a case file is data: validated first
+    from layoutfuzz.harness.precompile import Job, compile_all
+    from layoutfuzz.harness.registry import resolve
+
+    counts = compile_all([Job(resolve(target.name), Case.from_dict({**case.to_dict(), "params": bad}))], folder, 1, 600, True)
+    assert counts == {"rejected": 1}
     assert CompiledKernel.from_json(kernel_path(folder, target.name, bad).read_text()).rejected
 
 

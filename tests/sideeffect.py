@@ -1,0 +1,8 @@
+"""Test-only: a module whose import leaves a mark (``SIDEEFFECT_MARK``), as any installed module with
+import-time effects could; a report or a store naming it must never get it imported (issue 20)."""
+
+import os
+from pathlib import Path
+
+Path(os.environ.get("SIDEEFFECT_MARK", "sideeffect.imported")).write_text("imported\n")
+
