@@ -1,7 +1,7 @@
 """Samplers of Triton's legacy layouts over their whole valid parameter space.
 
 Every sampler returns an ``oracles.triton_layouts`` dataclass and a tensor shape it applies
-to: 32 lanes and 1-8 warps (4 or 8 for wgmma), shapes from smaller than the layout's tile to
+to: 32 lanes and 1-32 warps (4-32, whole warpgroups, for wgmma), shapes from smaller than the layout's tile to
 larger than it, 8- to 32-bit elements for shared layouts.
 """
 
@@ -22,8 +22,11 @@ def _pow2_split(source: Source, total_log2: int, rank: int) -> tuple[int, ...]:
     return tuple(1 << b for b in split_bits(source, total_log2, rank))
 
 
-def shape(source: Source, rank: int, min_log2: int = 0, max_total_log2: int = 14, max_dim_log2: int = 9) -> list[int]:
-    """A power-of-two tensor shape of ``rank`` dims."""
+def shape(source: Source, rank: int, min_log2: int = 0, max_total_log2: int = 14, max_dim_log2: int | None = None) -> list[int]:
+    """A power-of-two tensor shape of ``rank`` dims (each at most 2^9 unless ``max_dim_log2`` says; one dim: up to
+    the whole budget)."""
+    if max_dim_log2 is None:
+        max_dim_log2 = max_total_log2 if rank == 1 else 9
     out = []
     budget = max_total_log2
     for _ in range(rank):
@@ -34,11 +37,11 @@ def shape(source: Source, rank: int, min_log2: int = 0, max_total_log2: int = 14
 
 
 def blocked(source: Source, rank: int | None = None, num_warps: int | None = None) -> tl.BlockedLayout:
-    """sizePerThread (1-8 elements per dim), threadsPerWarp (32), warpsPerCTA, order."""
+    """sizePerThread (1-16 elements a thread), threadsPerWarp (32), warpsPerCTA (1-32 warps), order."""
     rank = rank or source.integer(1, 3)
-    num_warps = num_warps or (1 << source.integer(0, 3))
+    num_warps = num_warps or (1 << source.integer(0, 5))
     return tl.BlockedLayout(
-        _pow2_split(source, source.integer(0, 3), rank),
+        _pow2_split(source, source.integer(0, 4), rank),
         _pow2_split(source, 5, rank),
         _pow2_split(source, num_warps.bit_length() - 1, rank),
         tuple(permutation(source, rank)),
@@ -46,12 +49,12 @@ def blocked(source: Source, rank: int | None = None, num_warps: int | None = Non
 
 
 def nvmma(source: Source, version: int | None = None, num_warps: int | None = None) -> tl.NVMMADistributedLayout:
-    """mma v2 (instr 16x8) or wgmma v3 (instr 16xNx16, N a power of two up to 256; 4 or 8 warps)."""
+    """mma v2 (instr 16x8; 1-32 warps) or wgmma v3 (instr 16xNx16, N a power of two up to 256; 4-32 warps)."""
     version = version or source.choice((2, 3))
     if version == 2:
-        warps_log2 = source.integer(0, 3) if num_warps is None else num_warps.bit_length() - 1
+        warps_log2 = source.integer(0, 5) if num_warps is None else num_warps.bit_length() - 1
         return tl.NVMMADistributedLayout((2, 0), _pow2_split(source, warps_log2, 2), (16, 8))
-    warps = 4 << source.integer(0, 1) if num_warps is None else num_warps
+    warps = 4 << source.integer(0, 3) if num_warps is None else num_warps
     warps_per_cta = (4, warps // 4) if source.integer(0, 1) else (warps, 1)
     n = 8 << source.integer(0, 5)
     return tl.NVMMADistributedLayout((3, 0), warps_per_cta, (16, n, 16))
@@ -103,8 +106,8 @@ def shared(source: Source, kind: str | None = None, elem_bits: int | None = None
     elem_bits = elem_bits or source.choice((8, 16, 32))
     if kind == "swizzled_shared":
         rank = rank or (len(tensor_shape) if tensor_shape else source.integer(1, 3))
-        layout = tl.SwizzledSharedLayout(
-            1 << source.integer(0, 3), 1 << source.integer(0, 3), 1 << source.integer(0, 3), tuple(permutation(source, rank))
+        layout = tl.SwizzledSharedLayout(  # vec, per_phase, max_phase: 1-16 each
+            1 << source.integer(0, 4), 1 << source.integer(0, 4), 1 << source.integer(0, 4), tuple(permutation(source, rank))
         )
         return layout, tensor_shape or shape(source, rank), elem_bits
     if kind == "nvmma_shared":

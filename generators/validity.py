@@ -72,7 +72,7 @@ def _permutation(order: Sequence[int], rank: int, what: str) -> None:
 
 
 def check_legacy(layout: tl.Layout, shape: Sequence[int] | None = None, elem_bits: int | None = None) -> None:
-    """A legacy layout inside the sampler's domain: 32 lanes, 1-8 warps (4 or 8 for wgmma), power-of-two
+    """A legacy layout inside the sampler's domain: 32 lanes, 1-32 warps (4-32 for wgmma), power-of-two
     sizes, mma instruction shapes PTX has, NVMMA swizzles whose atom fits the shape."""
     if isinstance(layout, tl.BlockedLayout):
         rank = len(layout.order)
@@ -85,10 +85,10 @@ def check_legacy(layout: tl.Layout, shape: Sequence[int] | None = None, elem_bit
         _permutation(layout.order, rank, "order")
         if prod(layout.threads_per_warp) != 32:
             raise ValueError("threadsPerWarp must multiply to 32")
-        power_of_two(prod(layout.warps_per_cta), "warps", 1, 8)
-        power_of_two(prod(layout.size_per_thread), "elements per thread", 1, 8)
+        power_of_two(prod(layout.warps_per_cta), "warps", 1, 32)
+        power_of_two(prod(layout.size_per_thread), "elements per thread", 1, 16)
     elif isinstance(layout, tl.NVMMADistributedLayout):
-        warps = power_of_two(prod(power_of_two(w, "warpsPerCTA") for w in layout.warps_per_cta), "warps", 1, 8)
+        warps = power_of_two(prod(power_of_two(w, "warpsPerCTA") for w in layout.warps_per_cta), "warps", 1, 32)
         if tuple(layout.version) == (2, 0):
             if tuple(layout.instr_shape) != (16, 8):
                 raise ValueError("mma v2 has instrShape [16, 8]")
@@ -96,8 +96,8 @@ def check_legacy(layout: tl.Layout, shape: Sequence[int] | None = None, elem_bit
             if len(layout.instr_shape) != 3 or layout.instr_shape[0] != 16 or layout.instr_shape[2] != 16:
                 raise ValueError("wgmma (v3) instrShape is [16, N, 16]")
             power_of_two(layout.instr_shape[1], "wgmma N", 8, 256)
-            if warps not in (4, 8) or layout.warps_per_cta[0] < 4:
-                raise ValueError("wgmma needs 4 or 8 warps, at least 4 along M")
+            if warps < 4 or layout.warps_per_cta[0] < 4:
+                raise ValueError("wgmma needs whole warpgroups (4-32 warps), at least 4 warps along M")
         else:
             raise ValueError(f"unknown mma version {layout.version}")
     elif isinstance(layout, tl.DotOperandLayout):
@@ -117,7 +117,7 @@ def check_legacy(layout: tl.Layout, shape: Sequence[int] | None = None, elem_bit
             raise ValueError(f"slice dim {layout.dim} outside the parent's rank {layout.parent.rank}")
     elif isinstance(layout, tl.SwizzledSharedLayout):
         for name in ("vec", "per_phase", "max_phase"):
-            power_of_two(getattr(layout, name), name, 1, 8)
+            power_of_two(getattr(layout, name), name, 1, 16)
         _permutation(layout.order, len(layout.order), "order")
     elif isinstance(layout, tl.NVMMASharedLayout):
         if layout.swizzle_byte_width not in (0, 32, 64, 128) or layout.element_bitwidth not in (8, 16, 32):

@@ -61,7 +61,8 @@ def test_wgmma_shapes_per_type_follow_the_ptx_shape_lists():
     assert 40 not in WGMMA_N["s8"] and 48 in WGMMA_N["u8"] and len(WGMMA_N["s8"]) == 18
 
 
-@pytest.mark.parametrize("name", ["tma.swizzle", "wgmma.descriptor", "triton.linear_layout", "pycute.layouts", "triton.convert_layout"])
+@pytest.mark.parametrize("name", ["tma.swizzle", "wgmma.descriptor", "triton.linear_layout", "pycute.layouts", "triton.convert_layout",
+                                  "triton.layouts", "triton.shared_layouts", "triton.bank_conflicts"])
 def test_the_generators_never_draw_outside_the_legal_ranges(name):
     # a property of the generators against the spec's ranges: nothing drawn is outside, no illegal pair is drawn
     from layoutfuzz.harness import registry
@@ -84,5 +85,23 @@ def test_coverage_command_prints_each_declared_target_and_refuses_undeclared_one
     assert "## tma.swizzle: 300 cases" in done.stdout
     row = next(line for line in done.stdout.splitlines() if line.startswith("| interleave"))
     assert "16B, 32B" in row  # the generator never draws an interleaved map
-    refused = layoutfuzz("coverage", "--targets", "triton.layouts", cwd=tmp_path)
+    refused = layoutfuzz("coverage", "--targets", "triton.compile", cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr.count("\n") <= 2 and "declares none" in refused.stderr
+
+
+@pytest.mark.parametrize("name", ["triton.layouts", "triton.shared_layouts", "triton.bank_conflicts"])
+def test_the_legacy_layout_generators_draw_every_constructor_value_and_nine_tenths_of_the_pairs(name):
+    # issue 17's bar for a night: every wanted value of every parameter, at least 90 % of the legal pairs; the
+    # widened samplers reach 16 and 32 warps, 16 elements a thread, swizzle parameters up to 16, 1-D tensors to 2^14
+    from layoutfuzz.harness import registry
+
+    target = registry.load(name)
+    space = target.parameter_space()
+    coverage = measure(target, space, 0, 10_000)
+    values = value_table(space, coverage)
+    assert set(values["never drawn"]) == {"-"}, values
+    pairs = pair_table(space, coverage)
+    drawn, legal = pair_coverage(pairs)
+    assert drawn / legal >= 0.9, pairs
+    warps = space.parameters[[p.name for p in space.parameters].index("warps")] if name == "triton.layouts" else None
+    assert warps is None or warps.values == (1, 2, 4, 8, 16, 32)  # CUDA: at most 1024 threads, 32 warps a CTA

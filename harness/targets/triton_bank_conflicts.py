@@ -10,15 +10,17 @@ Lemma 9.4's c - 1 whenever a vector covers a whole bank).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from math import prod
 from typing import Any
 
 from layoutfuzz.generators import legacy_layouts
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.layouts import memory_layout
+from layoutfuzz.generators.legacy_space import WARPS
 from layoutfuzz.generators.shrink import halve_out_dim, halved_sizes, narrower_element, replaced
 from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.validity import check_layout_kind, check_legacy, check_shape, legacy_from_params, legacy_kind
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.targets.gluon import GluonTarget, shared_linear, to_gluon
@@ -104,6 +106,43 @@ class TritonBankConflicts(GluonTarget):
         if len(dict(layout.in_dims).get("lane", ())) != 5:
             raise ValueError("the distributed layout must span a 32-lane warp")
 
+    def parameter_space(self) -> Space:
+        """The shared side (kind, element width, the swizzled and NVMMA constructor arguments), the distributed side
+        (kind, warps) and the tensor (rank, elements), over Gluon's legal ranges within this target's tensors."""
+        gluon = "Gluon's bank_conflicts(distributed, shared, shape, bitwidth) and its layout constructors"
+
+        def shared(p: Mapping[str, Any]) -> tl.Layout | None:
+            return tl.from_dict(p["shared"]) if "shared" in p else None
+
+        def of(kind: str, read: Callable[[Any], Any]) -> Callable[[Mapping[str, Any]], Any]:
+            return lambda p: read(shared(p)) if p["shared_kind"] == kind else None
+
+        def distributed(p: Mapping[str, Any]) -> tl.Layout:
+            return tl.from_dict(p["distributed"])
+
+        def warps(p: Mapping[str, Any]) -> int:
+            layout = distributed(p)
+            layout = layout.parent if isinstance(layout, tl.DotOperandLayout) else layout
+            return prod(layout.warps_per_cta)
+
+        return Space((
+            Parameter("shared kind", SHARED_KINDS, f"{gluon}: SwizzledShared, NVMMAShared, SharedLinear (a Def 4.14 "
+                      "memory layout, the 9.2 optimal swizzle)", lambda p: p["shared_kind"]),
+            Parameter("element bits", (8, 16, 32, 64), f"{gluon}: bitwidth", lambda p: p["elem_bits"]),
+            Parameter("rank", (1, 2, 3), "this target's tensors: 1-3 dims (the mma kinds and NVMMA: 2)", lambda p: len(p["shape"])),
+            Parameter("tensor elements (log2)", tuple(range(5, 14)), "this target's tensors: dims of 8 (1-D: 32) to 256, "
+                      "at most 2^13 elements", lambda p: prod(p["shape"]).bit_length() - 1),
+            Parameter("distributed kind", DIST_KINDS, gluon, lambda p: legacy_kind(distributed(p))),
+            Parameter("warps", WARPS, f"{gluon}: warps_per_cta; CUDA: at most 32 warps a CTA", warps),
+            Parameter("swizzled vec", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.vec", of("swizzled_shared", lambda s: s.vec)),
+            Parameter("swizzled per_phase", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.per_phase",
+                      of("swizzled_shared", lambda s: s.per_phase)),
+            Parameter("swizzled max_phase", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.max_phase",
+                      of("swizzled_shared", lambda s: s.max_phase)),
+            Parameter("nvmma swizzle bytes", (0, 32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width",
+                      of("nvmma_shared", lambda s: s.swizzle_byte_width)),
+        ), _illegal)
+
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
         """A halved tensor dim, a narrower element, smaller distributed or shared layout parameters."""
         p = case.params
@@ -165,3 +204,34 @@ class TritonBankConflicts(GluonTarget):
         lemma = "equals" if got == expected["lemma_c"] - 1 else "differs from"
         note = f"Triton {got}, exact {want} ({side}-count; Triton {lemma} Lemma 9.4's c - 1 = {expected['lemma_c'] - 1}; vector {expected['vector']})"
         return Comparison(False, 1, (note,), f"{side}-count/{'lemma' if lemma == 'equals' else 'other'}", note)
+
+
+def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
+    """Pairs of triton.bank_conflicts parameter values that cannot occur together."""
+    pair = {a: x, b: y}
+    owner = {"swizzled vec": "swizzled_shared", "swizzled per_phase": "swizzled_shared", "swizzled max_phase": "swizzled_shared",
+             "nvmma swizzle bytes": "nvmma_shared"}
+    owners = {owner[n] for n in pair if n in owner}
+    if len(owners) > 1 or ("shared kind" in pair and owners and pair["shared kind"] not in owners):
+        return True
+    kind = pair.get("shared kind", next(iter(owners), None))
+    if "element bits" in pair and kind == "nvmma_shared":  # NVMMA shared layouts: 8-32-bit elements
+        return pair["element bits"] == 64
+    if "rank" in pair:
+        rank = pair["rank"]
+        if kind is not None and kind != "swizzled_shared" and rank != 2:
+            return True
+        if pair.get("distributed kind", "blocked") != "blocked" and rank != 2:  # the mma kinds are 2-D
+            return True
+        if "tensor elements (log2)" in pair:  # dims of 8 (1-D: 32) to 256, at most 2^13 elements
+            low, high = {1: (5, 8), 2: (6, 13), 3: (9, 13)}[rank]
+            return not low <= pair["tensor elements (log2)"] <= high
+    if "warps" in pair and pair.get("distributed kind") in ("nvmma_v3", "dot_operand"):
+        return pair["warps"] < 4 and pair["distributed kind"] == "nvmma_v3"
+    if "tensor elements (log2)" in pair:
+        elements = pair["tensor elements (log2)"]
+        if kind == "nvmma_shared":  # 2-D, dims from 8, an 8-row atom of the swizzle's bytes
+            return elements < 6 + {0: 0, 32: 0, 64: 1, 128: 2}.get(pair.get("nvmma swizzle bytes"), 0)
+        if (kind is not None and kind != "swizzled_shared") or pair.get("distributed kind", "blocked") != "blocked":
+            return elements < 6  # 2-D: dims from 8
+    return False

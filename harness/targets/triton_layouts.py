@@ -14,8 +14,10 @@ from typing import Any
 
 from layoutfuzz.generators import legacy_layouts
 from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.legacy_space import legacy_illegal, legacy_parameters
 from layoutfuzz.generators.shrink import legacy_case_shrinks
 from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Space
 from layoutfuzz.generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
 from layoutfuzz.harness.compare import Comparison, compare_values
 from layoutfuzz.harness.signatures import normalise
@@ -56,6 +58,11 @@ class TritonLayouts(GluonTarget):
         lanes = dict(layout.in_dims).get("lane")
         if lanes is not None and len(lanes) != 5:
             raise ValueError("a distributed layout must span a 32-lane warp")
+
+    def parameter_space(self) -> Space:
+        """Every constructor argument of each legacy layout over its legal range (generators.legacy_space)."""
+        parameters = legacy_parameters(lambda p: tl.from_dict(p["layout"]), lambda p: p["shape"])
+        return Space(parameters, legacy_illegal)
 
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
         """A halved tensor dim, then smaller layout parameters (fewer warps, elements, a narrower swizzle)."""

@@ -17,8 +17,10 @@ from typing import Any
 
 from layoutfuzz.generators import legacy_layouts
 from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.legacy_space import legacy_illegal, legacy_parameters
 from layoutfuzz.generators.shrink import legacy_case_shrinks
 from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.signatures import normalise
@@ -83,6 +85,19 @@ class TritonSharedLayouts(GluonTarget):
         if isinstance(layout, tl.NVMMASharedLayout) and layout.element_bitwidth != p["elem_bits"]:
             raise ValueError("an NVMMA shared layout's element width is the buffer's")
         layout.linear_layout(p["shape"])
+
+    def parameter_space(self) -> Space:
+        """The shared legacy layouts' constructor arguments over their legal ranges (generators.legacy_space), and
+        the buffer's element width."""
+        parameters = legacy_parameters(lambda p: tl.from_dict(p["layout"]), lambda p: p["shape"], legacy_layouts.SHARED_KINDS)
+        bits = Parameter("element bits", tuple(sorted(DTYPES)), "Triton's shared buffers: the element types of DTYPES",
+                         lambda p: p["elem_bits"])
+        def illegal(a: str, x: Any, b: str, y: Any) -> bool:  # an NVMMA layout's element width is the buffer's
+            if {a, b} == {"nvmma element bits", "element bits"}:
+                return x != y
+            return legacy_illegal(a, x, b, y)
+
+        return Space((*parameters, bits), illegal)
 
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
         return legacy_case_shrinks(case.params)
