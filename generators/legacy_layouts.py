@@ -90,7 +90,7 @@ def distributed(source: Source, kind: str | None = None) -> tuple[tl.Layout, lis
 
 def distributed_2d(source: Source, num_warps: int) -> tuple[str, tl.Layout]:
     """A rank-2 distributed layout over exactly ``num_warps`` warps (for one kernel)."""
-    kinds = ("blocked", "nvmma_v2", "dot_operand") + (("nvmma_v3",) if num_warps in (4, 8) else ())
+    kinds = ("blocked", "nvmma_v2", "dot_operand") + (("nvmma_v3",) if num_warps >= 4 else ())
     kind = source.choice(kinds)
     if kind == "blocked":
         return kind, blocked(source, rank=2, num_warps=num_warps)

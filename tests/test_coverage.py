@@ -62,7 +62,7 @@ def test_wgmma_shapes_per_type_follow_the_ptx_shape_lists():
 
 
 @pytest.mark.parametrize("name", ["tma.swizzle", "wgmma.descriptor", "triton.linear_layout", "pycute.layouts", "triton.convert_layout",
-                                  "triton.layouts", "triton.shared_layouts", "triton.bank_conflicts"])
+                                  "triton.layouts", "triton.shared_layouts", "triton.bank_conflicts", "triton.compile"])
 def test_the_generators_never_draw_outside_the_legal_ranges(name):
     # a property of the generators against the spec's ranges: nothing drawn is outside, no illegal pair is drawn
     from layoutfuzz.harness import registry
@@ -85,7 +85,7 @@ def test_coverage_command_prints_each_declared_target_and_refuses_undeclared_one
     assert "## tma.swizzle: 300 cases" in done.stdout
     row = next(line for line in done.stdout.splitlines() if line.startswith("| interleave"))
     assert "16B, 32B" in row  # the generator never draws an interleaved map
-    refused = layoutfuzz("coverage", "--targets", "triton.compile", cwd=tmp_path)
+    refused = layoutfuzz("coverage", "--targets", "tests.crashy_target:MarkupTarget", cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr.count("\n") <= 2 and "declares none" in refused.stderr
 
 

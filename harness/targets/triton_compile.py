@@ -18,6 +18,7 @@ from layoutfuzz.generators import legacy_layouts
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.shrink import halved_sizes, narrower_element, replaced
 from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.validity import check_legacy, check_shape, legacy_from_params, legacy_kind, power_of_two
 from layoutfuzz.harness.capture import stderr_text
 from layoutfuzz.harness.compare import Comparison
@@ -49,7 +50,7 @@ class TritonCompile(GluonTarget):
 
     def generate(self, source: Source) -> dict[str, Any]:
         kernel = source.choice(("convert", "shared"))
-        warps = 1 << source.integer(0, 3)
+        warps = 1 << source.integer(0, 5)  # 1-32 warps: a CTA holds at most 1024 threads
         a_kind, a = legacy_layouts.distributed_2d(source, warps)
         b_kind, b = legacy_layouts.distributed_2d(source, warps)
         shape = legacy_layouts.shape(source, 2, min_log2=1, max_total_log2=13, max_dim_log2=8)
@@ -64,14 +65,14 @@ class TritonCompile(GluonTarget):
         return params
 
     def validate(self, case: Case) -> None:
-        """The generator's rules: 1-8 warps, a 2-D shape from 2 to 256 per dim, legacy layouts over
+        """The generator's rules: 1-32 warps, a 2-D shape from 2 to 256 per dim, legacy layouts over
         exactly the kernel's warps, a shared layout whose atom fits the tile."""
         p = case.params
         if p.get("kernel") not in ("convert", "shared"):
             raise ValueError("kernel must be 'convert' or 'shared'")
         if p.get("elem_bits") not in DTYPES:
             raise ValueError(f"elem_bits must be one of {sorted(DTYPES)}")
-        warps = power_of_two(p.get("num_warps"), "num_warps", 1, 8)
+        warps = power_of_two(p.get("num_warps"), "num_warps", 1, 32)
         shape = check_shape(p.get("shape"), 2)
         if min(shape) < 2 or max(shape) > 256 or prod(shape) > 1 << 13:
             raise ValueError("shape dims from 2 to 256, at most 8192 elements")
@@ -84,6 +85,38 @@ class TritonCompile(GluonTarget):
                 raise ValueError(f"layout {key} spans {num_warps(layout)} warps, the kernel has {warps}")
         if p["kernel"] == "shared":
             check_legacy(legacy_from_params(p.get("shared"), "shared"), shape, p["elem_bits"])
+
+    def parameter_space(self) -> Space:
+        """The kernel, its warps, element width and tile, the two distributed layouts' kinds, the conversion plan the
+        oracle finds (5.4) and the shared layout's kind, over the legal ranges of Gluon and Triton's sm_90 compiler."""
+        gluon = "Gluon kernels (num_warps, convert_layout, allocate_shared_memory) compiled for sm_90"
+        kinds = ("blocked", "nvmma_v2", "nvmma_v3", "dot_operand")
+
+        def plan(p: Mapping[str, Any]) -> str | None:
+            return self.family(Case(self.name, 0, 0, p)).split(":")[1] if p["kernel"] == "convert" else None
+
+        def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+            pair = {a: x, b: y}
+            if "warps" in pair and ("A kind" in pair or "B kind" in pair):  # wgmma layouts: whole warpgroups
+                return pair.get("A kind", pair.get("B kind")) == "nvmma_v3" and pair["warps"] < 4
+            if "kernel" in pair and ("plan" in pair or "shared kind" in pair):
+                return pair["kernel"] != ("convert" if "plan" in pair else "shared")
+            if "plan" in pair and "shared kind" in pair:
+                return True
+            return False
+
+        return Space((
+            Parameter("kernel", ("convert", "shared"), f"{gluon}: convert_layout A -> B; A -> shared -> B", lambda p: p["kernel"]),
+            Parameter("warps", (1, 2, 4, 8, 16, 32), f"{gluon}; CUDA: at most 32 warps a CTA", lambda p: p["num_warps"]),
+            Parameter("element bits", tuple(sorted(DTYPES)), f"{gluon}: i8, fp16, fp32 tiles", lambda p: p["elem_bits"]),
+            Parameter("tile elements (log2)", tuple(range(2, 14)), "this target's tiles: 2-D, dims 2-256, at most 2^13",
+                      lambda p: prod(p["shape"]).bit_length() - 1),
+            Parameter("A kind", kinds, "Gluon's distributed layouts of rank 2", lambda p: p["kinds"][0]),
+            Parameter("B kind", kinds, "Gluon's distributed layouts of rank 2", lambda p: p["kinds"][1]),
+            Parameter("plan", ("none", "register", "shuffle", "shared"), "the paper's 5.4: what a conversion needs", plan),
+            Parameter("shared kind", ("swizzled_shared", "nvmma_shared"), f"{gluon}: SwizzledShared, NVMMAShared",
+                      lambda p: p["shared"]["kind"] if p["kernel"] == "shared" else None),
+        ), illegal)
 
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
         """A halved tile dim, a narrower element, smaller layout parameters."""
