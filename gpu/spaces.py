@@ -111,12 +111,13 @@ def convert_layout_space() -> Space:
     def plan(p: Mapping[str, Any]) -> str:
         return conversion_plan(LinearLayout.from_dict(p["a"]), LinearLayout.from_dict(p["b"])).kind
 
-    small = "the generator keeps 2^12 elements at most (a kernel of up to 64-bit elements in 1-8 warps, compiled per case)"
+    small = "the generator keeps 2^12 elements at most (a kernel of up to 64-bit elements in 1-32 warps, compiled per case)"
     return Space((
         Parameter("rank", (1, 2, 3, 4, 5), f"{triton}: any rank", lambda p: len(p["shape"]),
                   {4: "the probes are written for ranks 1-3", 5: "the probes are written for ranks 1-3"}),
         Parameter("log2 elements", tuple(range(21)), "Triton: TRITON_MAX_TENSOR_NUMEL = 2^20",
-                  lambda p: sum(s.bit_length() - 1 for s in p["shape"]), {n: small for n in range(13, 21)}),
+                  lambda p: sum(s.bit_length() - 1 for s in p["shape"]),
+                  {0: "dims of at least 2: a one-element tensor has no layout to convert"} | {n: small for n in range(13, 21)}),
         Parameter("num_warps", (1, 2, 4, 8, 16, 32), f"{triton}: a power of two, up to 32 warps (1,024 threads)", lambda p: p["num_warps"]),
         Parameter("element bits", (8, 16, 32, 64), "Triton: int8-int64 (the data moved)", lambda p: p["elem_bits"]),
         Parameter("conversion plan", ("none", "register", "shuffle", "shared"), "the paper, Section 5.4", plan),
@@ -134,3 +135,130 @@ def _convert_illegal(a: str, x: Any, b: str, y: Any) -> bool:
     if "rank" in pair and "log2 elements" in pair:
         return pair["log2 elements"] < pair["rank"]
     return False
+
+
+def shared_memory_space() -> Space:
+    """``triton.shared_memory``: a tile stored into a swizzled, NVMMA or linear shared buffer and read back."""
+    gluon = "Gluon: allocate_shared_memory with a SwizzledShared, NVMMAShared or SharedLinear layout"
+
+    def shared(p: Mapping[str, Any]) -> Any:
+        from layoutfuzz.oracles import triton_layouts as tl
+
+        return tl.from_dict(p["shared"]) if "shared" in p else None
+
+    def of(kind: str, field: str) -> Callable[[Mapping[str, Any]], Any]:
+        return lambda p: getattr(shared(p), field) if p["kind"] == kind else None
+
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        owner = {"swizzled vec": "swizzled_shared", "swizzled per_phase": "swizzled_shared",
+                 "swizzled max_phase": "swizzled_shared", "nvmma swizzle bytes": "nvmma_shared", "nvmma transposed": "nvmma_shared"}
+        owners = {owner[n] for n in pair if n in owner}
+        if len(owners) > 1 or ("kind" in pair and owners and pair["kind"] not in owners):
+            return True
+        kind = pair.get("kind", next(iter(owners), None))
+        if "element bits" in pair and "nvmma swizzle bytes" in pair:  # 8 rows of the swizzle's span in 2^min(12, bits)
+            span = 8 * max(16, pair["nvmma swizzle bytes"]) // pair["element bits"]
+            return pair["element bits"] == 64 or 8 * max(8, span) > 1 << min(12, pair["element bits"])
+        if "element bits" in pair and kind == "nvmma_shared":
+            return pair["element bits"] == 64
+        if "tile elements (log2)" in pair and "element bits" in pair:  # element ids fit the element type
+            return pair["tile elements (log2)"] > min(12, pair["element bits"])
+        if "tile elements (log2)" in pair and "nvmma swizzle bytes" in pair:  # an 8-row atom of the swizzle fits
+            return pair["tile elements (log2)"] < 6 + {0: 0, 32: 0, 64: 1, 128: 2}[pair["nvmma swizzle bytes"]]
+        return False
+
+    return Space((
+        Parameter("kind", ("swizzled_shared", "nvmma_shared", "linear"), gluon, lambda p: p["kind"]),
+        Parameter("element bits", (8, 16, 32, 64), "Triton: int8-int64 tiles (NVMMA shared: 8-32)", lambda p: p["elem_bits"]),
+        Parameter("tile elements (log2)", tuple(range(6, 13)), "this target: 2-D tiles, dims from 8, element ids that "
+                  "fit the element type (at most 2^12)", lambda p: (p["shape"][0] * p["shape"][1]).bit_length() - 1),
+        Parameter("num_warps", (1, 2, 4, 8, 16, 32), "Triton: a power of two, up to 32 warps (1,024 threads)",
+                  lambda p: p["num_warps"]),
+        Parameter("swizzled vec", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.vec", of("swizzled_shared", "vec")),
+        Parameter("swizzled per_phase", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.per_phase",
+                  of("swizzled_shared", "per_phase")),
+        Parameter("swizzled max_phase", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.max_phase",
+                  of("swizzled_shared", "max_phase")),
+        Parameter("nvmma swizzle bytes", (0, 32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width",
+                  of("nvmma_shared", "swizzle_byte_width")),
+        Parameter("nvmma transposed", (False, True), f"{gluon}: NVMMASharedLayout.transposed", of("nvmma_shared", "transposed")),
+    ), illegal)
+
+
+def triton_tma_space() -> Space:
+    """``triton.tma``: a Gluon TMA load and store of one box through an NVMMA-shared buffer."""
+    gluon = "Gluon: TensorDescriptor and tma.async_copy_global_to_shared / shared_to_global over NVMMAShared"
+    api = "CUDA driver API: cuTensorMapEncodeTiled"
+
+    def over_edge(p: Mapping[str, Any]) -> str:
+        hangs = any(c < 0 or c + b > n for c, b, n in zip(p["coord"], p["block"], p["global_shape"]))
+        return "yes" if hangs else "no"
+
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        if "inner box bytes" in pair and "swizzle" in pair:  # the inner row spans at least the swizzle (and 16 bytes)
+            return pair["inner box bytes"] < max(16, pair["swizzle"])
+        if "inner box bytes" in pair and "element bits" in pair:  # at most 256 elements a row
+            return pair["inner box bytes"] > 256 * pair["element bits"] // 8
+        if "box rows (log2)" in pair and "swizzle" in pair:  # a swizzled box holds the 8-row atom, in 16 KiB
+            return (pair["swizzle"] > 0 and pair["box rows (log2)"] < 3) or max(16, pair["swizzle"]) << pair["box rows (log2)"] > 16384
+        if "box rows (log2)" in pair and "inner box bytes" in pair:  # this target's boxes: at most 16 KiB
+            return pair["inner box bytes"] << pair["box rows (log2)"] > 16384
+        return False
+
+    return Space((
+        Parameter("element bits", (8, 16, 32), f"{gluon}: NVMMASharedLayout element_bitwidth 8-32", lambda p: p["elem_bits"]),
+        Parameter("swizzle", (0, 32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width", lambda p: p["swizzle"]),
+        Parameter("rank", (2, 3, 4, 5), f"{api}: tensorRank up to 5", lambda p: len(p["block"]),
+                  {4: "oracles/triton_layouts.py models NVMMA shared layouts of rank 2-3",
+                   5: "oracles/triton_layouts.py models NVMMA shared layouts of rank 2-3"}),
+        Parameter("inner box bytes", (16, 32, 64, 128, 256, 512, 1024), f"{api}: boxDim[0] x element size, 16-byte "
+                  "multiples, boxDim <= 256", lambda p: p["block"][-1] * p["elem_bits"] // 8),
+        Parameter("box rows (log2)", tuple(range(9)), f"{api}: boxDim[i] <= 256 (this target: at most 16 KiB a box)",
+                  lambda p: sum(b.bit_length() - 1 for b in p["block"][:-1])),
+        Parameter("over an edge", ("no", "yes"), "PTX ISA: cp.async.bulk.tensor out-of-bound elements (zero fill, skipped stores)",
+                  over_edge),
+        Parameter("padded rows", ("no", "yes"), f"{api}: globalStrides, multiples of 16 bytes", lambda p: "yes" if p["row_pad"] else "no"),
+        Parameter("num_warps", (1, 2, 4, 8, 16, 32), "Triton: a power of two, up to 32 warps", lambda p: p["num_warps"]),
+    ), illegal)
+
+
+def triton_wgmma_space() -> Space:
+    """``triton.wgmma``: one Gluon warpgroup_mma over operands in swizzled shared memory (A possibly in registers)."""
+    gluon = "Gluon: warpgroup_mma, NVMMADistributedLayout v3, NVMMASharedLayout"
+    ptx = "PTX ISA 9.7.15.5: wgmma.mma_async"
+
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        if "accumulator" in pair and "mma type" in pair:
+            return pair["accumulator"] not in {"f16": ("f32", "f16"), "i8": ("i32",)}.get(pair["mma type"], ("f32",))
+        if "A major" in pair and "mma type" in pair:  # only 16-bit types are read MN-major
+            return pair["A major"] == "MN" and pair["mma type"] not in ("f16", "bf16")
+        if "B major" in pair and "mma type" in pair:
+            return pair["B major"] == "MN" and pair["mma type"] not in ("f16", "bf16")
+        if "A from registers" in pair and "A major" in pair:  # registers hold A K-major
+            return pair["A from registers"] == "yes" and pair["A major"] == "MN"
+        if "warps" in pair and "M" in pair:  # [8, 1] warps need M = 128
+            return False
+        return False
+
+    return Space((
+        Parameter("mma type", ("f16", "bf16", "tf32", "e4m3", "e5m2", "i8"), f"{ptx}: .atype/.btype (Triton's dot types)",
+                  lambda p: p["mma"]),
+        Parameter("accumulator", ("f32", "f16", "i32"), f"{ptx}: .dtype", lambda p: p["acc"]),
+        Parameter("M", (64, 128), f"{gluon}: warps_per_cta [4, 1] (64 rows a warpgroup) or [8, 1] / [4, 2]", lambda p: p["M"]),
+        Parameter("instr N", (8, 16, 32, 64, 128, 256), f"{ptx}: .m64nNk shapes (Triton picks a power of two)",
+                  lambda p: p["instr_n"]),
+        Parameter("warps", (4, 8, 16, 32), f"{gluon}: whole warpgroups", lambda p: p["num_warps"],
+                  {16: "a tile of at most 128 x 256: more warpgroups than its rows and columns need",
+                   32: "a tile of at most 128 x 256: more warpgroups than its rows and columns need"}),
+        Parameter("A from registers", ("no", "yes"), f"{ptx}: A from registers or shared memory",
+                  lambda p: "yes" if p["a_in_regs"] else "no"),
+        Parameter("A major", ("K", "MN"), f"{ptx}: imm-trans-a", lambda p: "MN" if p["a_mn_major"] else "K"),
+        Parameter("B major", ("K", "MN"), f"{ptx}: imm-trans-b", lambda p: "K" if p["b_k_major"] else "MN"),
+        Parameter("A swizzle", (32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width (0: issue 17's open item)",
+                  lambda p: p["a_swizzle"]),
+        Parameter("B swizzle", (32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width", lambda p: p["b_swizzle"]),
+        Parameter("use accumulator", ("no", "yes"), f"{ptx}: scale-d", lambda p: "yes" if p["use_acc"] else "no"),
+    ), illegal)

@@ -223,10 +223,10 @@ class TritonConvertLayout(GluonKernelTarget):
 
     def generate(self, source: Source) -> dict[str, Any]:
         rank = source.integer(1, 3)
-        total = source.integer(max(rank, 5), 12)
+        total = source.integer(rank, 12)  # from 2 elements (fewer than a warp's lanes: broadcasting) to 2^12
         shape = [1 << (b + 1) for b in split_bits(source, total - rank, rank)]
         outs = [(f"dim{i}", s) for i, s in enumerate(shape)]
-        warps = source.integer(0, 3)
+        warps = source.integer(0, 5)  # 1-32 warps
         a = distributed_layout(source, outs=outs, fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
         how = source.choice(("independent", "registers", "within_warps"))
         if how == "independent":
@@ -237,13 +237,13 @@ class TritonConvertLayout(GluonKernelTarget):
                 "a": a.to_dict(), "b": b.to_dict()}
 
     def validate(self, case: Case) -> None:
-        """The generator's rules: 1-3 dims of at least 2, 2^5 to 2^12 elements, 1-8 warps, 8-64-bit
+        """The generator's rules: 1-3 dims of at least 2, at most 2^12 elements, 1-32 warps, 8-64-bit
         elements, and A and B distributed layouts (Def 4.10) over 32 lanes and the kernel's warps."""
         p = case.params
         shape = check_shape(p.get("shape"))
-        warps = power_of_two(p.get("num_warps"), "num_warps", 1, 8)
-        if not 1 <= len(shape) <= 3 or min(shape) < 2 or not max(len(shape), 5) <= prod(shape).bit_length() - 1 <= 12:
-            raise ValueError("1-3 dims of at least 2, 2^5 to 2^12 elements")
+        warps = power_of_two(p.get("num_warps"), "num_warps", 1, 32)
+        if not 1 <= len(shape) <= 3 or min(shape) < 2 or not prod(shape).bit_length() - 1 <= 12:
+            raise ValueError("1-3 dims of at least 2, at most 2^12 elements")
         if p.get("elem_bits") not in INT_TYPES:
             raise ValueError(f"elem_bits must be one of {sorted(INT_TYPES)}")
         for key in ("a", "b"):
@@ -337,6 +337,12 @@ class TritonSharedMemory(GluonKernelTarget):
     requires = ("cuda device sm_90", "triton", "torch")
     prebuilt = True
 
+    def parameter_space(self) -> Space:
+        """Every parameter this target draws with its legal range (layoutfuzz.gpu.spaces)."""
+        from layoutfuzz.gpu.spaces import shared_memory_space
+
+        return shared_memory_space()
+
     def generate(self, source: Source) -> dict[str, Any]:
         from layoutfuzz.generators import legacy_layouts
         from layoutfuzz.generators.layouts import memory_layout
@@ -347,7 +353,7 @@ class TritonSharedMemory(GluonKernelTarget):
         # element ids must fit the element type exactly: at most 2^8 elements of 8 bits
         shape = legacy_layouts.shape(source, 2, min_log2=3, max_total_log2=min(12, elem_bits), max_dim_log2=8)
         outs = [(f"dim{i}", s) for i, s in enumerate(shape)]
-        warps = source.integer(0, 3)
+        warps = source.integer(0, 5)  # 1-32 warps
         a = distributed_layout(source, outs=outs, fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
         b = distributed_layout(source, outs=outs, fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
         params = {"kind": kind, "shape": shape, "num_warps": 1 << warps, "elem_bits": elem_bits, "a": a.to_dict(), "b": b.to_dict()}

@@ -14,6 +14,7 @@ import numpy as np
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Space
 from layoutfuzz.gpu.targets import compare_windows
 from layoutfuzz.gpu.triton_targets import GluonKernelTarget
 from layoutfuzz.harness.compare import Comparison
@@ -113,6 +114,12 @@ class TritonTma(GluonKernelTarget):
     requires = ("cuda device sm_90", "triton", "torch", "cuda.core")
     needs = ("torch", "triton", "cuda.core")
 
+    def parameter_space(self) -> Space:
+        """Every parameter this target draws with its legal range (layoutfuzz.gpu.spaces)."""
+        from layoutfuzz.gpu.spaces import triton_tma_space
+
+        return triton_tma_space()
+
     def generate(self, source: Source) -> dict[str, Any]:
         elem_bits = source.choice((8, 16, 32))
         e = elem_bits // 8
@@ -120,8 +127,7 @@ class TritonTma(GluonKernelTarget):
         rank = source.integer(2, 3)
         # innermost dim: at least the swizzle span (Triton aborts below it), at least 16 bytes
         least = max(16, swizzle) // e
-        inner = least << source.integer(0, 2)
-        inner = min(inner, 256)
+        inner = least << source.integer(0, (256 // least).bit_length() - 1)  # up to 256 elements (boxDim <= 256)
         budget = (MAX_BLOCK_BYTES // (inner * e)).bit_length() - 1  # log2 of rows that fit
         rows_log2 = source.integer(3 if swizzle else 0, max(3 if swizzle else 0, min(budget, 8)))
         outer = [0] * (rank - 1)
@@ -139,11 +145,11 @@ class TritonTma(GluonKernelTarget):
             coord.append(unit * source.integer(-(-lo // unit), hi // unit))
         row_pad = (16 // e) * source.integer(0, 2) + (-global_shape[-1]) % (16 // e)  # strides: multiples of 16 bytes
         return {"elem_bits": elem_bits, "swizzle": swizzle, "block": block, "global_shape": global_shape,
-                "coord": coord, "row_pad": row_pad, "num_warps": 1 << source.integer(0, 2)}
+                "coord": coord, "row_pad": row_pad, "num_warps": 1 << source.integer(0, 5)}
 
     def validate(self, case: Case) -> None:
         """The generator's rules: 8-32-bit elements, a swizzle of 0-128 bytes, rank 2 or 3 throughout,
-        power-of-two block dims, boxes hanging at most half a block over an edge, 1-4 warps."""
+        power-of-two block dims, boxes hanging at most half a block over an edge, 1-32 warps."""
         p = case.params
         if p.get("elem_bits") not in INT_TYPES or p.get("swizzle") not in (0, 32, 64, 128):
             raise ValueError("elem_bits must be 8/16/32 and swizzle 0/32/64/128")
@@ -151,8 +157,8 @@ class TritonTma(GluonKernelTarget):
         block, shape, coord = p.get("block"), p.get("global_shape"), p.get("coord")
         if not all(isinstance(x, list) for x in (block, shape, coord)) or not len(block) == len(shape) == len(coord) in (2, 3):
             raise ValueError("block, global_shape and coord have the same rank, 2 or 3")
-        if p.get("num_warps") not in (1, 2, 4) or not isinstance(p.get("row_pad"), int) or p["row_pad"] < 0:
-            raise ValueError("num_warps is 1, 2 or 4, and row_pad a non-negative integer")
+        if p.get("num_warps") not in (1, 2, 4, 8, 16, 32) or not isinstance(p.get("row_pad"), int) or p["row_pad"] < 0:
+            raise ValueError("num_warps is 1-32 (a power of two), and row_pad a non-negative integer")
         if any(n < 1 for n in shape) or any(not -b // 2 <= c <= n - 1 for c, b, n in zip(coord, block, shape)):
             raise ValueError("each coordinate lies in its dim or at most half a block before it")
         if any(b & (b - 1) or not 1 <= b <= 256 for b in p["block"]) or prod(p["block"]) * e > MAX_BLOCK_BYTES:

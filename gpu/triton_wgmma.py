@@ -12,6 +12,7 @@ import numpy as np
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Space
 from layoutfuzz.gpu.triton_targets import GluonKernelTarget
 from layoutfuzz.harness.compare import Comparison
 
@@ -43,6 +44,12 @@ class TritonWgmma(GluonKernelTarget):
     layer = "Triton's lowering (warpgroup_mma)"
     description = "Gluon warpgroup_mma on the GPU over random operand layouts and type pairs vs exact integer products"
     requires = ("cuda device sm_90a", "triton", "torch")
+
+    def parameter_space(self) -> Space:
+        """Every parameter this target draws with its legal range (layoutfuzz.gpu.spaces)."""
+        from layoutfuzz.gpu.spaces import triton_wgmma_space
+
+        return triton_wgmma_space()
 
     def generate(self, source: Source) -> dict[str, Any]:
         a_dtype, b_dtype = source.choice(tuple(STORAGE)), source.choice(tuple(STORAGE))

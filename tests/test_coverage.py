@@ -62,7 +62,8 @@ def test_wgmma_shapes_per_type_follow_the_ptx_shape_lists():
 
 
 @pytest.mark.parametrize("name", ["tma.swizzle", "wgmma.descriptor", "triton.linear_layout", "pycute.layouts", "triton.convert_layout",
-                                  "triton.layouts", "triton.shared_layouts", "triton.bank_conflicts", "triton.compile"])
+                                  "triton.layouts", "triton.shared_layouts", "triton.bank_conflicts", "triton.compile",
+                                  "triton.shared_memory", "triton.tma", "triton.wgmma"])
 def test_the_generators_never_draw_outside_the_legal_ranges(name):
     # a property of the generators against the spec's ranges: nothing drawn is outside, no illegal pair is drawn
     from layoutfuzz.harness import registry
@@ -89,8 +90,9 @@ def test_coverage_command_prints_each_declared_target_and_refuses_undeclared_one
     assert refused.returncode == 2 and refused.stderr.count("\n") <= 2 and "declares none" in refused.stderr
 
 
-@pytest.mark.parametrize("name", ["triton.layouts", "triton.shared_layouts", "triton.bank_conflicts"])
-def test_the_legacy_layout_generators_draw_every_constructor_value_and_nine_tenths_of_the_pairs(name):
+@pytest.mark.parametrize("name", ["triton.layouts", "triton.shared_layouts", "triton.bank_conflicts", "triton.compile",
+                                  "triton.shared_memory", "triton.tma", "triton.wgmma", "triton.convert_layout"])
+def test_the_widened_generators_draw_every_wanted_value_and_nine_tenths_of_the_pairs(name):
     # issue 17's bar for a night: every wanted value of every parameter, at least 90 % of the legal pairs; the
     # widened samplers reach 16 and 32 warps, 16 elements a thread, swizzle parameters up to 16, 1-D tensors to 2^14
     from layoutfuzz.harness import registry
