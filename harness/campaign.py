@@ -23,6 +23,7 @@ from layoutfuzz.harness.runner import Result, Runner, Shard, make_case, run_case
 from layoutfuzz.harness.target import OUTCOMES, Outcome, Target
 from layoutfuzz.reports.buckets import PROBLEMS, bucket_table
 from layoutfuzz.reports.report import bounded, build_report, environment_versions, root_cause_and_bucket
+from layoutfuzz.reports.side_by_side import model_groups, side_by_side
 from layoutfuzz.reports.store import DB_NAME, DirectoryLock, Store, StoreError, report_name, write_atomically
 from layoutfuzz.reports.tables import pass_rate_table, render, write_tables
 
@@ -243,6 +244,7 @@ class Campaign:
     counts: Counter
     elapsed_s: float
     interrupted: bool
+    side_by_side: pd.DataFrame | None = None  # targets of one case model compared case by case (side-by-side.md)
 
     @property
     def findings(self) -> int:
@@ -316,9 +318,13 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
             print(f"reducing the representatives of {len(buckets)} bucket(s)...", file=sys.stderr)
             reduce_representatives(store, buckets, specs_by_name(targets), timeout, args.reduce_tries, args.jobs)
         write_atomically(store.directory / "buckets.md", render(buckets.drop(columns=["report"]), "md") + "\n")
+        groups = model_groups({t.name: t.case_model for _, t in targets})
+        compared = side_by_side(store.db, groups) if groups else None
+        if compared is not None:
+            write_atomically(store.directory / "side-by-side.md", render(compared, "md") + "\n")
     finally:
         store.close()  # and its lock: a failed run (a full disk, ...) leaves the campaign resumable
-    return Campaign(store.directory, tuple(targets), table, buckets, recorder.counts, elapsed, interrupted)
+    return Campaign(store.directory, tuple(targets), table, buckets, recorder.counts, elapsed, interrupted, compared)
 
 
 # ---- reduction ---------------------------------------------------------------------------------

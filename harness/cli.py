@@ -108,6 +108,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         open_store(args.baseline).close()
     campaign = run_campaign(args)
     print(for_terminal(campaign.table, args.format))
+    if campaign.side_by_side is not None and not campaign.side_by_side.empty:
+        print("\nSystems side by side (the same cases; side-by-side.md):")
+        print(render(campaign.side_by_side, args.format))
     buckets = campaign.buckets
     if not buckets.empty:
         print(f"\n{len(buckets)} distinct problem(s) in {int(buckets['cases'].sum())} cases, one per root cause "

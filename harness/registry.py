@@ -23,6 +23,7 @@ BUILTIN: dict[str, str] = {
     "triton.tma": "layoutfuzz.gpu.triton_tma:TritonTma",
     "triton.wgmma": "layoutfuzz.gpu.triton_wgmma:TritonWgmma",
     "pycute.layouts": "layoutfuzz.harness.targets.pycute_layouts:PycuteLayouts",
+    "cute.layouts": "layoutfuzz.harness.targets.cute_dsl_layouts:CuteDslLayouts",
 }
 
 

@@ -86,7 +86,7 @@ class Shard:
 
 def make_case(target: Target, seed: int, index: int) -> Case:
     """Case ``index`` of ``target`` in the campaign with ``seed`` (deterministic)."""
-    params = target.generate(source_for(target.name, seed, index))
+    params = target.generate(source_for(target.case_model or target.name, seed, index))
     return Case(target.name, seed, index, json.loads(json.dumps(params)))
 
 

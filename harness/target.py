@@ -71,6 +71,9 @@ class Target:
     # modules the fork server imports once, so that every worker (and each one replacing a crashed worker)
     # starts with them loaded; never one that initialises a GPU when imported
     preload: ClassVar[tuple[str, ...]] = ()
+    # whose case stream it draws (default: its own name): targets of one system-independent case model (two CuTe
+    # implementations) share it, so the same seed and index give them the same case, side by side
+    case_model: ClassVar[str | None] = None
     # the most cases one worker call takes (the runner sizes batches to about BATCH_SECONDS of work below it)
     max_batch: ClassVar[int] = 256
 

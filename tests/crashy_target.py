@@ -96,3 +96,13 @@ class MarkupTarget(Target):
             print(MARKUP, file=sys.stderr, flush=True)
             os.abort()
         return {"value": MARKUP + "!"}
+
+
+class TwinTarget(CrashyTarget):
+    """Another system of CrashyTarget's case model: the same cases (by seed and index), always right."""
+
+    name = "test.twin"
+    case_model = "test.crashy"
+
+    def observed(self, case):
+        return {"value": case.params["value"]}

@@ -63,7 +63,7 @@ def test_wgmma_shapes_per_type_follow_the_ptx_shape_lists():
 
 @pytest.mark.parametrize("name", ["tma.swizzle", "wgmma.descriptor", "triton.linear_layout", "pycute.layouts", "triton.convert_layout",
                                   "triton.layouts", "triton.shared_layouts", "triton.bank_conflicts", "triton.compile",
-                                  "triton.shared_memory", "triton.tma", "triton.wgmma"])
+                                  "triton.shared_memory", "triton.tma", "triton.wgmma", "cute.layouts"])
 def test_the_generators_never_draw_outside_the_legal_ranges(name):
     # a property of the generators against the spec's ranges: nothing drawn is outside, no illegal pair is drawn
     from layoutfuzz.harness import registry

@@ -31,9 +31,9 @@ def test_the_test_extra_leaves_out_what_makes_a_test_venv_heavy():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     heavy = ("cuda", "nvidia", "cutlass", "galois", "numba", "torch")
     assert not [d for d in extras["test"] if any(h in d for h in heavy)]
-    assert {"cuda", "crosscheck"} <= set(extras)
+    assert {"cuda", "crosscheck", "cutedsl"} <= set(extras)
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "pip install -q 'triton==3.6.0' -e '.[test,cuda,crosscheck]'" in ci
+    assert "pip install -q 'triton==3.6.0' -e '.[test,cuda,crosscheck,cutedsl]'" in ci
 
 
 def test_ci_runs_the_suite_under_the_oldest_and_the_newest_supported_triton():

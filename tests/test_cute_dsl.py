@@ -1,0 +1,72 @@
+"""The cute.layouts target: CUTLASS's Python DSL (cutlass.cute) layout algebra against its defining properties,
+drawing the same cases as pycute.layouts (issue 18)."""
+
+from __future__ import annotations
+
+import pytest
+
+from layoutfuzz.harness import registry
+from layoutfuzz.harness.runner import make_case
+from tests.test_cli import layoutfuzz
+
+
+def test_both_cute_implementations_draw_the_same_cases():
+    dsl, pycute = registry.load("cute.layouts"), registry.load("pycute.layouts")
+    for index in range(300):
+        a, b = make_case(dsl, 5, index), make_case(pycute, 5, index)
+        assert a.params == b.params and (a.target, b.target) == ("cute.layouts", "pycute.layouts")
+
+
+def test_a_wrong_result_is_a_divergence_named_by_the_property_it_breaks():
+    target = registry.load("cute.layouts")
+    case = next(c for c in (make_case(target, 0, i) for i in range(200)) if c.params["op"] == "composition")
+    a = case.params["a"]
+    wrong = {"shape": a["shape"], "stride": a["stride"]}  # A itself is not A o B unless B is the identity
+    if case.params["b"] == {"shape": a["shape"], "stride": a["stride"]}:
+        pytest.skip("B is A")
+    verdict = target.compare(case, target.expected(case), wrong)
+    assert not verdict.ok and verdict.signature.startswith("composition:")
+    assert target.compare(case, target.expected(case), {"shape": [2, 3], "stride": [1]}).signature == \
+        "composition: the result is not a layout"
+
+
+def test_the_dsl_answers_a_worked_composition():
+    pytest.importorskip("cutlass.cute", reason="needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]'")
+    from layoutfuzz.harness.targets.cute_dsl_layouts import evaluate_many
+
+    # (4,(2,3)):(6,(1,2)) o 6:2 takes A at 0, 2, 4, ..., 10: offsets 0, 12, 1, 13, 2, 14 = (2,3):(12,1) (by hand)
+    shape, stride = evaluate_many([("composition", ((4, (2, 3)), (6, (1, 2))), (6, 2), None)])[0]
+    offsets = [sum(c * s for c, s in zip((i % shape[0], i // shape[0]), stride)) for i in range(6)]
+    assert offsets == [0, 12, 1, 13, 2, 14]
+
+
+def test_a_campaign_of_the_dsl_passes_every_property(tmp_path):
+    pytest.importorskip("cutlass.cute", reason="needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]'")
+    done = layoutfuzz("run", "--targets", "cute.layouts,pycute.layouts", "--cases", "400", "--jobs", "2", "-q",
+                      "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "| cute.layouts   | (all)           |     400 |    400 |" in done.stdout, done.stdout
+    assert "| pycute.layouts | (all)           |     400 |    400 |" in done.stdout, done.stdout
+    assert registry.load("cute.layouts").versions()["nvidia-cutlass-dsl"]  # recorded in every report
+
+
+def test_without_the_dsl_the_target_is_unsupported_with_the_reason(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cutlass", None)  # import cutlass raises ImportError
+    monkeypatch.setitem(sys.modules, "cutlass.cute", None)
+    availability = registry.load("cute.layouts").availability()
+    assert not availability.available and "pip install 'layoutfuzz[cutedsl]'" in availability.reason
+
+
+def test_targets_of_one_case_model_are_compared_case_by_case(tmp_path):
+    done = layoutfuzz("run", "--target", "tests.crashy_target:CrashyTarget", "--target", "tests.crashy_target:TwinTarget",
+                      "--cases", "6", "--timeout", "2", "--jobs", "2", "-q", "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    table = (tmp_path / "out" / "side-by-side.md").read_text()
+    rows = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[3:7]] for line in table.splitlines()[2:]}
+    # CrashyTarget: 0 pass, 1 abort, 2 segfault, 3 hang, 4 diverge, 5 pass (slow); its twin passes all six
+    assert rows["pass"] == ["1", "test.crashy / test.twin", "1 / 1", "0"]
+    assert rows["abort"] == ["1", "test.crashy / test.twin", "0 / 1", "1"]
+    assert rows["diverge"] == ["1", "test.crashy / test.twin", "0 / 1", "1"]
+    assert "Systems side by side" in done.stdout
