@@ -75,10 +75,10 @@ def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] 
     if (Path(args.out) / DB_NAME).exists():
         store = open_store(args.out)
         try:
-            if not args.target:  # the campaign's own spec for this name, if it is installed here
-                stored = _stored_names(store)
-                foreign = [s for s, n in stored if s == n]  # specs of code not installed here
-                recorded = {n: s for s, n in stored}.get(target_name) or (foreign[0] if len(foreign) == 1 else target_name)
+            if not args.target:  # an installed target of this name; else the refusal names the store's foreign spec
+                foreign = [s for s in store.meta().get("targets", []) if trust.installed_spec(s) is None]
+                installed = trust.installed_spec(target_name) is not None
+                recorded = target_name if installed or len(foreign) != 1 else foreign[0]
                 spec = _trusted(recorded, f"the campaign in {args.out}", target_name, args)
             found = store.find(args.case)
         except StoreError as exc:
@@ -99,17 +99,6 @@ def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] 
     if not args.target:
         spec = _trusted(target_name, f"case id {args.case}", target_name, args)
     return make_case(load_target(spec), seed, index), spec, None, None, None, None
-
-
-def _stored_names(store) -> list[tuple[str, str]]:
-    """(spec, target name) of each target a store lists; the name is read off an installed target's spec or, for a
-    spec that is not installed, the spec itself (it is never imported to ask)."""
-    out = []
-    for spec in store.meta().get("targets", []):
-        installed = trust.installed_spec(spec)
-        name = next((n for n, s in registry.available_specs().items() if s == installed), spec) if installed else spec
-        out.append((spec, name))
-    return out
 
 
 def named_case(args: argparse.Namespace) -> NamedCase:
