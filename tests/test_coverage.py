@@ -66,11 +66,7 @@ def test_wgmma_shapes_per_type_follow_the_ptx_shape_lists():
                                   "triton.shared_memory", "triton.tma", "triton.wgmma", "cute.layouts"])
 def test_the_generators_never_draw_outside_the_legal_ranges(name):
     # a property of the generators against the spec's ranges: nothing drawn is outside, no illegal pair is drawn
-    from layoutfuzz.harness import registry
-
-    target = registry.load(name)
-    space = target.parameter_space()
-    coverage = measure(target, space, 3, 3000)
+    space, coverage = _drawn(name, 3, 3000)
     values = value_table(space, coverage)
     assert set(values["drawn outside the legal range"]) == {"-"}, values
     for a, b in coverage.pairs:
@@ -95,11 +91,7 @@ def test_coverage_command_prints_each_declared_target_and_refuses_undeclared_one
 def test_the_widened_generators_draw_every_wanted_value_and_nine_tenths_of_the_pairs(name):
     # issue 17's bar for a night: every wanted value of every parameter, at least 90 % of the legal pairs; the
     # widened samplers reach 16 and 32 warps, 16 elements a thread, swizzle parameters up to 16, 1-D tensors to 2^14
-    from layoutfuzz.harness import registry
-
-    target = registry.load(name)
-    space = target.parameter_space()
-    coverage = measure(target, space, 0, 10_000)
+    space, coverage = _drawn(name, 0, 10_000)
     values = value_table(space, coverage)
     assert set(values["never drawn"]) == {"-"}, values
     pairs = pair_table(space, coverage)
@@ -107,3 +99,12 @@ def test_the_widened_generators_draw_every_wanted_value_and_nine_tenths_of_the_p
     assert drawn / legal >= 0.9, pairs
     warps = space.parameters[[p.name for p in space.parameters].index("warps")] if name == "triton.layouts" else None
     assert warps is None or warps.values == (1, 2, 4, 8, 16, 32)  # CUDA: at most 1024 threads, 32 warps a CTA
+
+
+def _drawn(name: str, seed: int, cases: int):
+    """A registered target's declared space and what its first ``cases`` cases of ``seed`` draw."""
+    from layoutfuzz.harness import registry
+
+    target = registry.load(name)
+    space = target.parameter_space()
+    return space, measure(target, space, seed, cases)
