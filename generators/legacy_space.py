@@ -86,26 +86,50 @@ def legacy_parameters(layout_of: Callable[[Mapping[str, Any]], tl.Layout], shape
             Parameter("slice parent", ("blocked", "nvmma_v2", "nvmma_v3", "dot_operand"), f"{GLUON}: SliceLayout.parent",
                       of("slice", lambda lay: _kind(lay.parent))),
         ]
-    if "swizzled_shared" in kinds:
-        parameters += [
-            Parameter("swizzled vec", (1, 2, 4, 8, 16), f"{GLUON}: SwizzledSharedLayout.vec", of("swizzled_shared", lambda lay: lay.vec)),
-            Parameter("swizzled per_phase", (1, 2, 4, 8, 16), f"{GLUON}: SwizzledSharedLayout.per_phase",
-                      of("swizzled_shared", lambda lay: lay.per_phase)),
-            Parameter("swizzled max_phase", (1, 2, 4, 8, 16), f"{GLUON}: SwizzledSharedLayout.max_phase",
-                      of("swizzled_shared", lambda lay: lay.max_phase)),
-            Parameter("swizzled order", ("identity", "reversed", "other"), f"{GLUON}: SwizzledSharedLayout.order",
-                      of("swizzled_shared", lambda lay: _order(lay.order))),
-        ]
-    if "nvmma_shared" in kinds:
-        parameters += [
-            Parameter("nvmma swizzle bytes", (0, 32, 64, 128), f"{GLUON}: NVMMASharedLayout.swizzle_byte_width",
-                      of("nvmma_shared", lambda lay: lay.swizzle_byte_width)),
-            Parameter("nvmma element bits", (8, 16, 32), f"{GLUON}: NVMMASharedLayout.element_bitwidth",
-                      of("nvmma_shared", lambda lay: lay.element_bitwidth)),
-            Parameter("nvmma transposed", (False, True), f"{GLUON}: NVMMASharedLayout.transposed",
-                      of("nvmma_shared", lambda lay: lay.transposed)),
-        ]
+    chosen = ("swizzled vec", "swizzled per_phase", "swizzled max_phase", "swizzled order", "nvmma swizzle bytes",
+              "nvmma element bits", "nvmma transposed")
+    parameters += shared_parameters(layout_of, tuple(n for n in chosen if OWNER[n][0] in kinds))
     return tuple(parameters)
+
+
+def shared_parameters(shared_of: Callable[[Mapping[str, Any]], tl.Layout | None], names: tuple[str, ...]) -> tuple[Parameter, ...]:
+    """The constructor arguments ``names`` of the shared layout ``shared_of`` reads off a case (None: the case has
+    none), each drawn only where the layout is of its kind: what every target with a shared side declares."""
+    fields = {
+        "swizzled vec": ("vec", (1, 2, 4, 8, 16), "SwizzledSharedLayout.vec"),
+        "swizzled per_phase": ("per_phase", (1, 2, 4, 8, 16), "SwizzledSharedLayout.per_phase"),
+        "swizzled max_phase": ("max_phase", (1, 2, 4, 8, 16), "SwizzledSharedLayout.max_phase"),
+        "swizzled order": ("order", ("identity", "reversed", "other"), "SwizzledSharedLayout.order"),
+        "nvmma swizzle bytes": ("swizzle_byte_width", (0, 32, 64, 128), "NVMMASharedLayout.swizzle_byte_width"),
+        "nvmma element bits": ("element_bitwidth", (8, 16, 32), "NVMMASharedLayout.element_bitwidth"),
+        "nvmma transposed": ("transposed", (False, True), "NVMMASharedLayout.transposed"),
+    }
+
+    def draw(name: str) -> Callable[[Mapping[str, Any]], Any]:
+        field, kind = fields[name][0], OWNER[name][0]
+
+        def read(p: Mapping[str, Any]) -> Any:
+            layout = shared_of(p)
+            if layout is None or _kind(layout) != kind:
+                return None
+            value = getattr(layout, field)
+            return _order(value) if field == "order" else value
+        return read
+
+    return tuple(Parameter(n, fields[n][1], f"{GLUON}: {fields[n][2]}", draw(n)) for n in names)
+
+
+NVMMA_ATOM_ELEMENTS_LOG2 = {0: 6, 32: 6, 64: 7, 128: 8}  # the fewest elements (log2) of a 2-D tensor with dims of 8
+# or more that holds an NVMMA swizzle's 8-row atom (rows of 16 bytes at least; 32-bit elements: the fewest)
+
+
+def other_kinds(pair: Mapping[str, Any], kind_key: str) -> bool:
+    """Whether two parameter values cannot meet because they belong to different shared or distributed kinds (the
+    kind itself read under ``kind_key``)."""
+    owners = [set(OWNER[name]) for name in pair if name in OWNER]
+    if len(owners) == 2 and not owners[0] & owners[1]:
+        return True
+    return kind_key in pair and bool(owners) and pair[kind_key] not in owners[0]
 
 
 def _order(order: tuple[int, ...]) -> str:
@@ -122,13 +146,11 @@ RANKS = {"blocked": (1, 2, 3, 4), "slice": (1, 2), "nvmma_v2": (2,), "nvmma_v3":
 def legacy_illegal(a: str, x: Any, b: str, y: Any) -> bool:
     """Pairs of legacy-layout parameter values that cannot occur together."""
     pair = {a: x, b: y}
-    owners = [_OWNER.get(name) for name in pair]
-    if all(owners) and not set(owners[0]) & set(owners[1]):  # parameters of two different kinds
+    if other_kinds(pair, "kind"):  # parameters of two different kinds
         return True
+    owners = [OWNER.get(name) for name in pair]
     kinds = pair.get("kind", next((o for o in owners if o), None))
     kinds = (kinds,) if isinstance(kinds, str) else kinds
-    if "kind" in pair and any(owners) and pair["kind"] not in next(o for o in owners if o):
-        return True
     if "rank" in pair and kinds:
         rank = pair["rank"]
         if not any(rank in RANKS[k] for k in kinds):
@@ -160,13 +182,13 @@ def legacy_illegal(a: str, x: Any, b: str, y: Any) -> bool:
     if "tensor elements (log2)" in pair:
         low, high = (int(v) for v in pair["tensor elements (log2)"].split("-"))
         if "nvmma swizzle bytes" in pair:  # an 8-row atom of the swizzle's bytes, rows of at least 8 (32-bit) elements
-            return high < 6 + {0: 0, 32: 0, 64: 1, 128: 2}[pair["nvmma swizzle bytes"]]
+            return high < NVMMA_ATOM_ELEMENTS_LOG2[pair["nvmma swizzle bytes"]]
         if kinds and all(k == "nvmma_shared" for k in kinds):
             return high < 6
     return False
 
 
-_OWNER = {  # the kinds whose cases draw each kind-specific parameter
+OWNER = {  # the kinds whose cases draw each kind-specific parameter
     "blocked elements per thread": ("blocked",), "blocked order": ("blocked",),
     "mma v3 instr N": ("nvmma_v3",), "mma v3 warps": ("nvmma_v3",),
     "dot operand": ("dot_operand",), "dot k_width": ("dot_operand",), "dot parent": ("dot_operand",),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from layoutfuzz.generators.legacy_space import NVMMA_ATOM_ELEMENTS_LOG2, OWNER, WARPS, other_kinds, shared_parameters
 from layoutfuzz.generators.space import Parameter, Space, bin_of, bins
 from layoutfuzz.gpu.wgmma import probe_base_offset, probe_descriptor
 from layoutfuzz.oracles.algorithms import conversion_plan
@@ -118,7 +119,7 @@ def convert_layout_space() -> Space:
         Parameter("log2 elements", tuple(range(21)), "Triton: TRITON_MAX_TENSOR_NUMEL = 2^20",
                   lambda p: sum(s.bit_length() - 1 for s in p["shape"]),
                   {0: "dims of at least 2: a one-element tensor has no layout to convert"} | {n: small for n in range(13, 21)}),
-        Parameter("num_warps", (1, 2, 4, 8, 16, 32), f"{triton}: a power of two, up to 32 warps (1,024 threads)", lambda p: p["num_warps"]),
+        Parameter("num_warps", WARPS, f"{triton}: a power of two, up to 32 warps (1,024 threads)", lambda p: p["num_warps"]),
         Parameter("element bits", (8, 16, 32, 64), "Triton: int8-int64 (the data moved)", lambda p: p["elem_bits"]),
         Parameter("conversion plan", ("none", "register", "shuffle", "shared"), "the paper, Section 5.4", plan),
         Parameter("A broadcasts registers", ("no", "yes"), "the paper, Def 4.10 (zero columns)", broadcasts("register")),
@@ -146,17 +147,11 @@ def shared_memory_space() -> Space:
 
         return tl.from_dict(p["shared"]) if "shared" in p else None
 
-    def of(kind: str, field: str) -> Callable[[Mapping[str, Any]], Any]:
-        return lambda p: getattr(shared(p), field) if p["kind"] == kind else None
-
     def illegal(a: str, x: Any, b: str, y: Any) -> bool:
         pair = {a: x, b: y}
-        owner = {"swizzled vec": "swizzled_shared", "swizzled per_phase": "swizzled_shared",
-                 "swizzled max_phase": "swizzled_shared", "nvmma swizzle bytes": "nvmma_shared", "nvmma transposed": "nvmma_shared"}
-        owners = {owner[n] for n in pair if n in owner}
-        if len(owners) > 1 or ("kind" in pair and owners and pair["kind"] not in owners):
+        if other_kinds(pair, "kind"):
             return True
-        kind = pair.get("kind", next(iter(owners), None))
+        kind = pair.get("kind", next((OWNER[n][0] for n in pair if n in OWNER), None))
         if "element bits" in pair and "nvmma swizzle bytes" in pair:  # 8 rows of the swizzle's span in 2^min(12, bits)
             span = 8 * max(16, pair["nvmma swizzle bytes"]) // pair["element bits"]
             return pair["element bits"] == 64 or 8 * max(8, span) > 1 << min(12, pair["element bits"])
@@ -165,7 +160,7 @@ def shared_memory_space() -> Space:
         if "tile elements (log2)" in pair and "element bits" in pair:  # element ids fit the element type
             return pair["tile elements (log2)"] > min(12, pair["element bits"])
         if "tile elements (log2)" in pair and "nvmma swizzle bytes" in pair:  # an 8-row atom of the swizzle fits
-            return pair["tile elements (log2)"] < 6 + {0: 0, 32: 0, 64: 1, 128: 2}[pair["nvmma swizzle bytes"]]
+            return pair["tile elements (log2)"] < NVMMA_ATOM_ELEMENTS_LOG2[pair["nvmma swizzle bytes"]]
         return False
 
     return Space((
@@ -173,16 +168,9 @@ def shared_memory_space() -> Space:
         Parameter("element bits", (8, 16, 32, 64), "Triton: int8-int64 tiles (NVMMA shared: 8-32)", lambda p: p["elem_bits"]),
         Parameter("tile elements (log2)", tuple(range(6, 13)), "this target: 2-D tiles, dims from 8, element ids that "
                   "fit the element type (at most 2^12)", lambda p: (p["shape"][0] * p["shape"][1]).bit_length() - 1),
-        Parameter("num_warps", (1, 2, 4, 8, 16, 32), "Triton: a power of two, up to 32 warps (1,024 threads)",
-                  lambda p: p["num_warps"]),
-        Parameter("swizzled vec", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.vec", of("swizzled_shared", "vec")),
-        Parameter("swizzled per_phase", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.per_phase",
-                  of("swizzled_shared", "per_phase")),
-        Parameter("swizzled max_phase", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.max_phase",
-                  of("swizzled_shared", "max_phase")),
-        Parameter("nvmma swizzle bytes", (0, 32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width",
-                  of("nvmma_shared", "swizzle_byte_width")),
-        Parameter("nvmma transposed", (False, True), f"{gluon}: NVMMASharedLayout.transposed", of("nvmma_shared", "transposed")),
+        Parameter("num_warps", WARPS, "Triton: a power of two, up to 32 warps (1,024 threads)", lambda p: p["num_warps"]),
+        *shared_parameters(shared, ("swizzled vec", "swizzled per_phase", "swizzled max_phase", "nvmma swizzle bytes",
+                                    "nvmma transposed")),
     ), illegal)
 
 
@@ -220,7 +208,7 @@ def triton_tma_space() -> Space:
         Parameter("over an edge", ("no", "yes"), "PTX ISA: cp.async.bulk.tensor out-of-bound elements (zero fill, skipped stores)",
                   over_edge),
         Parameter("padded rows", ("no", "yes"), f"{api}: globalStrides, multiples of 16 bytes", lambda p: "yes" if p["row_pad"] else "no"),
-        Parameter("num_warps", (1, 2, 4, 8, 16, 32), "Triton: a power of two, up to 32 warps", lambda p: p["num_warps"]),
+        Parameter("num_warps", WARPS, "Triton: a power of two, up to 32 warps", lambda p: p["num_warps"]),
     ), illegal)
 
 

@@ -37,6 +37,7 @@ from layoutfuzz.harness.runner import Shard
 from layoutfuzz.reports.buckets import PROBLEMS, bucket_table, diff_buckets
 from layoutfuzz.reports.junit import junit_xml
 from layoutfuzz.reports.ledger import DEFAULT_LEDGER
+from layoutfuzz.reports.schema import MAX_INT  # what SQLite stores as an INTEGER
 from layoutfuzz.reports.store import write_atomically
 from layoutfuzz.reports.tables import FORMATS, for_terminal, pass_rate_table, render
 
@@ -50,7 +51,6 @@ def parse_duration(text: str) -> float:
     return h * 3600 + m * 60 + s
 
 
-MAX_INT = (1 << 63) - 1  # what SQLite stores as an INTEGER
 
 
 def parse_size(text: str) -> int:

@@ -21,7 +21,7 @@ from layoutfuzz.harness.campaign import (
     save_reduction,
 )
 from layoutfuzz.harness.runner import Result, Runner, make_case
-from layoutfuzz.harness.target import Outcome, Target
+from layoutfuzz.harness.target import MALFORMED, Outcome, Target
 from layoutfuzz.reports import schema
 from layoutfuzz.reports.store import DB_NAME, StoreError, write_atomically
 
@@ -110,7 +110,7 @@ def named_case(args: argparse.Namespace) -> NamedCase:
         raise UsageError(f"case {case.case_id} is a case of {case.target!r}, not of {target.name!r} ({spec})")
     try:
         target.validate(case)
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+    except MALFORMED as exc:
         raise UsageError(f"malformed case {case.case_id}: {str(exc)[:300]}") from None
     return NamedCase(case, registry.resolve(spec), target, report, report_path, case_file, store_dir)
 

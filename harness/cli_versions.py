@@ -201,6 +201,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     from layoutfuzz.harness.campaign import load_target, target_specs
     from layoutfuzz.harness.precompile import Job, compile_all
     from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import MALFORMED
 
     if args.triton:  # each release compiles in its own environment, into OUT/triton-VERSION
         try:
@@ -225,7 +226,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         try:
             load_target(spec).validate(case)
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        except MALFORMED as exc:
             raise UsageError(f"malformed case {case.case_id}: {str(exc)[:300]}") from None
         jobs.append(Job(spec, case))
     if args.targets:

@@ -27,7 +27,7 @@ from layoutfuzz.harness.campaign import (
 )
 from layoutfuzz.harness.runner import Runner
 from layoutfuzz.harness.signatures import root_cause
-from layoutfuzz.harness.target import Target
+from layoutfuzz.harness.target import MALFORMED, Target
 from layoutfuzz.harness.triton_compat import parse_version
 from layoutfuzz.reports import ledger as ledger_file
 from layoutfuzz.reports import schema
@@ -82,7 +82,7 @@ def _valid(target: Target, cause) -> bool:
     try:
         target.validate(cause.reproducer)
         return True
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+    except MALFORMED as exc:
         print(f"{cause.bucket}: its stored reproducer is not a valid case of {target.name} ({str(exc)[:200]}); not replayed",
               file=sys.stderr)
         return False

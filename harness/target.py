@@ -18,6 +18,8 @@ from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Space
 from layoutfuzz.harness.compare import Comparison, compare_values
 
+MALFORMED = (ValueError, KeyError, TypeError, IndexError, AttributeError)  # what a ``validate`` of bad params raises
+
 
 class Outcome(enum.StrEnum):
     """How one case ended."""

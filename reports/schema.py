@@ -9,11 +9,12 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from layoutfuzz.harness.target import OUTCOMES
+
 REPORT_VERSION = 1  # the report schema this layoutfuzz writes and reads ("schema" in every report)
 MAX_FILE_BYTES = 64 << 20  # a report keeps bounded values (16 KiB each); a case file is its params
 MAX_INT = (1 << 63) - 1  # a seed or an index: what SQLite stores as an INTEGER
 TEXT = 1 << 16  # characters of a free-text field (crash output is clipped to 16 KiB when stored)
-OUTCOMES = ("pass", "diverge", "crash", "timeout", "unsupported", "error")
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[^\x00-\x1f]+$"}
 _TEXT = {"type": "string", "maxLength": TEXT}

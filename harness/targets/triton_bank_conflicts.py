@@ -10,14 +10,14 @@ Lemma 9.4's c - 1 whenever a vector covers a whole bank).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from math import prod
 from typing import Any
 
 from layoutfuzz.generators import legacy_layouts
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.layouts import memory_layout
-from layoutfuzz.generators.legacy_space import WARPS
+from layoutfuzz.generators.legacy_space import NVMMA_ATOM_ELEMENTS_LOG2, OWNER, WARPS, other_kinds, shared_parameters
 from layoutfuzz.generators.shrink import halve_out_dim, halved_sizes, narrower_element, replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
@@ -114,9 +114,6 @@ class TritonBankConflicts(GluonTarget):
         def shared(p: Mapping[str, Any]) -> tl.Layout | None:
             return tl.from_dict(p["shared"]) if "shared" in p else None
 
-        def of(kind: str, read: Callable[[Any], Any]) -> Callable[[Mapping[str, Any]], Any]:
-            return lambda p: read(shared(p)) if p["shared_kind"] == kind else None
-
         def distributed(p: Mapping[str, Any]) -> tl.Layout:
             return tl.from_dict(p["distributed"])
 
@@ -134,13 +131,7 @@ class TritonBankConflicts(GluonTarget):
                       "at most 2^13 elements", lambda p: prod(p["shape"]).bit_length() - 1),
             Parameter("distributed kind", DIST_KINDS, gluon, lambda p: legacy_kind(distributed(p))),
             Parameter("warps", WARPS, f"{gluon}: warps_per_cta; CUDA: at most 32 warps a CTA", warps),
-            Parameter("swizzled vec", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.vec", of("swizzled_shared", lambda s: s.vec)),
-            Parameter("swizzled per_phase", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.per_phase",
-                      of("swizzled_shared", lambda s: s.per_phase)),
-            Parameter("swizzled max_phase", (1, 2, 4, 8, 16), f"{gluon}: SwizzledSharedLayout.max_phase",
-                      of("swizzled_shared", lambda s: s.max_phase)),
-            Parameter("nvmma swizzle bytes", (0, 32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width",
-                      of("nvmma_shared", lambda s: s.swizzle_byte_width)),
+            *shared_parameters(shared, ("swizzled vec", "swizzled per_phase", "swizzled max_phase", "nvmma swizzle bytes")),
         ), _illegal)
 
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
@@ -209,12 +200,9 @@ class TritonBankConflicts(GluonTarget):
 def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
     """Pairs of triton.bank_conflicts parameter values that cannot occur together."""
     pair = {a: x, b: y}
-    owner = {"swizzled vec": "swizzled_shared", "swizzled per_phase": "swizzled_shared", "swizzled max_phase": "swizzled_shared",
-             "nvmma swizzle bytes": "nvmma_shared"}
-    owners = {owner[n] for n in pair if n in owner}
-    if len(owners) > 1 or ("shared kind" in pair and owners and pair["shared kind"] not in owners):
+    if other_kinds(pair, "shared kind"):
         return True
-    kind = pair.get("shared kind", next(iter(owners), None))
+    kind = pair.get("shared kind", next((OWNER[n][0] for n in pair if n in OWNER), None))
     if "element bits" in pair and kind == "nvmma_shared":  # NVMMA shared layouts: 8-32-bit elements
         return pair["element bits"] == 64
     if "rank" in pair:
@@ -231,7 +219,7 @@ def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
     if "tensor elements (log2)" in pair:
         elements = pair["tensor elements (log2)"]
         if kind == "nvmma_shared":  # 2-D, dims from 8, an 8-row atom of the swizzle's bytes
-            return elements < 6 + {0: 0, 32: 0, 64: 1, 128: 2}.get(pair.get("nvmma swizzle bytes"), 0)
+            return elements < NVMMA_ATOM_ELEMENTS_LOG2[pair.get("nvmma swizzle bytes", 0)]
         if (kind is not None and kind != "swizzled_shared") or pair.get("distributed kind", "blocked") != "blocked":
             return elements < 6  # 2-D: dims from 8
     return False

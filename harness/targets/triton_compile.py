@@ -16,6 +16,7 @@ from typing import Any
 
 from layoutfuzz.generators import legacy_layouts
 from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.legacy_space import WARPS
 from layoutfuzz.generators.shrink import halved_sizes, narrower_element, replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
@@ -107,7 +108,7 @@ class TritonCompile(GluonTarget):
 
         return Space((
             Parameter("kernel", ("convert", "shared"), f"{gluon}: convert_layout A -> B; A -> shared -> B", lambda p: p["kernel"]),
-            Parameter("warps", (1, 2, 4, 8, 16, 32), f"{gluon}; CUDA: at most 32 warps a CTA", lambda p: p["num_warps"]),
+            Parameter("warps", WARPS, f"{gluon}; CUDA: at most 32 warps a CTA", lambda p: p["num_warps"]),
             Parameter("element bits", tuple(sorted(DTYPES)), f"{gluon}: i8, fp16, fp32 tiles", lambda p: p["elem_bits"]),
             Parameter("tile elements (log2)", tuple(range(2, 14)), "this target's tiles: 2-D, dims 2-256, at most 2^13",
                       lambda p: prod(p["shape"]).bit_length() - 1),
