@@ -23,6 +23,15 @@ def compile_kernel(filename: str, arch: str = ARCH):
     return program.compile("cubin")
 
 
+@cache
+def compute_capability() -> tuple[int, int]:
+    """The current device's compute capability (what the tensor-map validity oracle knows of the device)."""
+    from cuda.core import Device
+
+    major, minor = Device().compute_capability
+    return int(major), int(minor)
+
+
 class DeviceFault(RuntimeError):
     """The kernel faulted: the CUDA context is unusable and the process must end."""
 

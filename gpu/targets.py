@@ -18,7 +18,7 @@ from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Space
 from layoutfuzz.generators.tma import MAX_DST_OFFSET, device_box
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Attribution, Availability, Target, Unsupported
+from layoutfuzz.harness.target import Attribution, Availability, Target
 from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 
 WINDOW = 24 * 1024  # shared-memory bytes dumped per case: the largest offset plus the largest box
@@ -172,56 +172,119 @@ class TmaSwizzle(GpuTarget):
         return tma_space()
 
     def expected(self, case: Case) -> Any:
-        from layoutfuzz.gpu.tma import expected_window
-
-        return {"window": expected_window(box_from_params(case.params), WINDOW).tobytes().hex()}
+        return _ExpectedWindow(box_from_params(case.params), refusal(box_from_params(case.params))).__json__()
 
     def observed(self, case: Case) -> Any:
         (result,) = self.on_device(lambda: _tma_runner().run([box_from_params(case.params)], WINDOW))
-        if isinstance(result, str):
-            raise Unsupported(f"the CUDA driver refused the tensor map: {result}")
-        return {"window": result.tobytes().hex()}
+        return {"refused": result} if isinstance(result, str) else {"window": result.tobytes().hex()}
 
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        """The windows byte for byte; a tensor map the validity oracle (``oracles.tensor_map``) refuses must be refused."""
         from layoutfuzz.gpu.tma import FILL
 
+        if "refused" in expected or "refused" in observed:
+            return compare_refusals(expected.get("refused"), observed.get("refused"))
         return compare_windows(bytes.fromhex(expected["window"]), bytes.fromhex(observed["window"]), FILL)
 
     # ---- many cases at once: one launch, the oracle and the comparison over arrays (issue 16) ----------------
 
     def expected_batch(self, cases: Sequence[Case]) -> list[Any]:
         """The oracle's windows, computed over all boxes at once in ``compare_batch``; a report's from the box."""
-        return [_ExpectedWindow(box_from_params(c.params)) for c in cases]
+        boxes = [box_from_params(c.params) for c in cases]
+        return [_ExpectedWindow(box, refusal(box)) for box in boxes]
 
     def observed_batch(self, cases: Sequence[Case]) -> list[Any]:
-        """One launch for every box (``TmaRunner.run``); a refused tensor map is that case's ``Unsupported``."""
+        """One launch for every box (``TmaRunner.run_on_device``), the windows left on the device; a refused
+        tensor map is the driver's answer for that case (``compare_batch`` checks it against the validity oracle)."""
         boxes = [box_from_params(c.params) for c in cases]
-        results = self.on_device(lambda: _tma_runner().run(boxes, WINDOW))
-        return [Unsupported(f"the CUDA driver refused the tensor map: {r}") if isinstance(r, str) else _Window(r) for r in results]
+        rows, windows = self.on_device(lambda: _tma_runner().run_on_device(boxes, WINDOW))
+        return [_Refused(r) if isinstance(r, str) else _DeviceWindow(windows, r) for r in rows]
 
     def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> list[Comparison]:
-        """``window_mismatches`` over all windows; only a case that differs is compared again, cell by cell."""
+        """The oracle's placements over all boxes (``oracles.tma_windows``), checked against the windows where they
+        are: on the device for one launch's windows, else on the host (``window_mismatches``); only a case that
+        differs is compared again, cell by cell, on the host."""
         from layoutfuzz.gpu.tma import FILL, source_words
         from layoutfuzz.oracles.tma_windows import placements, window_mismatches
 
-        if not cases:
-            return []
-        boxes = [e.box for e in expected]
-        wrong = window_mismatches(placements(boxes), source_words(boxes), np.stack([o.window for o in observed]), FILL)
-        return [self.compare(c, e.__json__(), o.__json__()) if bad else Comparison(True)
-                for c, e, o, bad in zip(cases, expected, observed, wrong)]
+        verdicts: list[Comparison | None] = [None] * len(cases)
+        copied = []  # positions of windows to compare: both sides say the map was accepted
+        for k, (e, o) in enumerate(zip(expected, observed)):
+            if e.refused or isinstance(o, _Refused):
+                verdicts[k] = compare_refusals(e.refused, o.refused if isinstance(o, _Refused) else None)
+            else:
+                copied.append(k)
+        if copied:
+            boxes = [expected[k].box for k in copied]
+            placed = placements(boxes)
+            shown = [observed[k] for k in copied]
+            if len({id(o.windows) for o in shown if isinstance(o, _DeviceWindow)}) == 1 and all(isinstance(o, _DeviceWindow) for o in shown):
+                rows = np.array([o.row for o in shown])
+                wrong = self.on_device(lambda: shown[0].windows.mismatches(rows, placed, FILL))
+            else:
+                wrong = window_mismatches(placed, source_words(boxes), np.stack([o.window for o in shown]), FILL)
+            for k, bad in zip(copied, wrong):
+                verdicts[k] = self.compare(cases[k], expected[k].__json__(), observed[k].__json__()) if bad else Comparison(True)
+        return verdicts  # type: ignore[return-value]
+
+
+def refusal(box: TiledBox) -> str:
+    """Why the driver must refuse the box's tensor map on this device ("" if it must accept it): ``oracles.tensor_map``."""
+    from layoutfuzz.gpu.device import compute_capability
+    from layoutfuzz.gpu.tma import box_encoding
+    from layoutfuzz.oracles.tensor_map import encoding_problems
+
+    return "; ".join(what for _, what in encoding_problems(box_encoding(box), compute_capability()))
+
+
+def compare_refusals(expected: str | None, observed: str | None) -> Comparison:
+    """A tensor map's refusal: the driver refuses exactly what the validity oracle refuses."""
+    if bool(expected) == bool(observed):
+        return Comparison(True)
+    if observed:
+        return Comparison(False, 1, (observed,), "tensor map refused", f"the driver refused ({observed}) a tensor map its documentation allows")
+    return Comparison(False, 1, (expected or "",), "tensor map accepted", f"the driver accepted a tensor map its documentation refuses: {expected}")
 
 
 @dataclass(frozen=True)
 class _ExpectedWindow:
-    """The oracle's window of a box, made only where a report needs it."""
+    """The oracle's window of a box (or why its tensor map must be refused), made only where a report needs it."""
 
     box: TiledBox
+    refused: str = ""
 
     def __json__(self) -> dict[str, str]:
         from layoutfuzz.gpu.tma import expected_window
 
+        if self.refused:
+            return {"refused": self.refused}
         return {"window": expected_window(self.box, WINDOW).tobytes().hex()}
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """The driver's refusal of a box's tensor map."""
+
+    refused: str
+
+    def __json__(self) -> dict[str, str]:
+        return {"refused": self.refused}
+
+
+@dataclass(frozen=True, eq=False)
+class _DeviceWindow:
+    """An observed window still on the device (row ``row`` of a launch's windows), copied to the host only
+    where a report needs it."""
+
+    windows: Any  # gpu.tma.DeviceWindows
+    row: int
+
+    @property
+    def window(self) -> np.ndarray:
+        return self.windows.row(self.row)
+
+    def __json__(self) -> dict[str, str]:
+        return {"window": self.window.tobytes().hex()}
 
 
 @dataclass(frozen=True, eq=False)

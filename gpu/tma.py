@@ -8,11 +8,14 @@ CUDA device (and torch for device buffers).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from layoutfuzz.gpu.device import KernelRunner
+from layoutfuzz.oracles.tensor_map import TiledEncoding
 from layoutfuzz.oracles.tma import TiledBox
+from layoutfuzz.oracles.tma_windows import Placements
 
 FILL = 0xA5  # shared-memory bytes the copy does not write keep this value
 DTYPE_BY_BYTES = {1: 0, 2: 1, 4: 2, 8: 4}  # CU_TENSOR_MAP_DATA_TYPE_UINT8/16/32, UINT64 (value 4)
@@ -52,6 +55,12 @@ def tensor_map_params(box: TiledBox) -> TensorMapParams:
         pitch *= d
     return TensorMapParams(DTYPE_BY_BYTES[box.element_bytes], len(dims), dims, tuple(strides), dims,
                            tuple(box.element_strides), box.swizzle.spec.cuda)
+
+
+def box_encoding(box: TiledBox, address: int = 0) -> TiledEncoding:
+    """The ``cuTensorMapEncodeTiled`` arguments of the box's tensor map (``tensor_map_params``), for the validity oracle."""
+    p = tensor_map_params(box)
+    return TiledEncoding(p.data_type, address, p.global_dims, p.global_strides, p.box_dims, p.element_strides, 0, p.swizzle)
 
 
 def global_bytes(params: TensorMapParams) -> np.ndarray:
@@ -149,7 +158,8 @@ class TmaRunner(KernelRunner):
         return encode_tensor_map(params, address)
 
     def source(self, size: int):
-        """A device buffer whose first ``size`` bytes are ``hashed_bytes(size)``."""
+        """A device buffer whose first ``size`` bytes are ``hashed_bytes(size)`` (a whole number of 8-byte words)."""
+        size = -(-size // 8) * 8
         if self._source is None or self._source.numel() < size:
             data = hashed_bytes(max(size, 2 * (0 if self._source is None else self._source.numel())))
             self._source = self.torch.from_numpy(data.copy()).cuda()
@@ -158,11 +168,20 @@ class TmaRunner(KernelRunner):
     def run(self, boxes: list[TiledBox], window: int, coord: int = 0) -> list[np.ndarray | str]:
         """Each box's shared-memory window after the copy from (coord, ..., coord), or the CUDA
         error that refused it. The oracle's windows are for coordinate 0."""
+        rows, windows = self.run_on_device(boxes, window, coord)
+        if windows is None:
+            return list(rows)  # type: ignore[arg-type]
+        dumped = self.host(windows.out)
+        return [r if isinstance(r, str) else dumped[r] for r in rows]
+
+    def run_on_device(self, boxes: list[TiledBox], window: int, coord: int = 0) -> tuple[list[int | str], DeviceWindows | None]:
+        """As ``run``, with the windows left on the device: each box's row of the batch's ``DeviceWindows``,
+        or the CUDA error that refused its tensor map."""
         if window % 16:
             raise ValueError(f"the window is whole 16-byte units (the kernel fills and dumps it so), not {window} bytes")
         torch = self.torch
-        results: list[np.ndarray | str] = [""] * len(boxes)
-        keep, maps, cases = [], [], []
+        results: list[int | str] = [""] * len(boxes)
+        maps, cases = [], []
         params = [tensor_map_params(box) for box in boxes]
         src = self.source(max(p.global_bytes for p in params))  # one buffer: every map reads its start
         for i, (box, p) in enumerate(zip(boxes, params)):
@@ -171,14 +190,50 @@ class TmaRunner(KernelRunner):
             except RuntimeError as exc:
                 results[i] = str(exc)
                 continue
-            keep.append(i)
+            results[i] = len(cases)
             cases.append((p.rank, box.dst, box.size_bytes, coord))
-        if keep:
-            tmaps = torch.from_numpy(np.stack(maps)).cuda()
-            table = torch.tensor(cases, dtype=torch.int32).cuda()
-            out = torch.empty((len(keep), window), dtype=torch.uint8, device="cuda")
-            self.launch(len(keep), window + 1024, tmaps, table, out, np.int32(window), np.uint8(FILL))
-            dumped = self.host(out)
-            for row, i in enumerate(keep):
-                results[i] = dumped[row]
-        return results
+        if not cases:
+            return results, None
+        tmaps = torch.from_numpy(np.stack(maps)).cuda()
+        table = torch.tensor(cases, dtype=torch.int32).cuda()
+        out = torch.empty((len(cases), window), dtype=torch.uint8, device="cuda")
+        self.launch(len(cases), window + 1024, tmaps, table, out, np.int32(window), np.uint8(FILL))
+        return results, DeviceWindows(out, src)
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceWindows:
+    """A batch's shared-memory windows, left on the device (a row per accepted box) and checked there: only
+    the windows of cases that differ travel to the host."""
+
+    out: Any  # torch uint8 (rows, window) on the device
+    source: Any  # the device's hashed bytes every tensor map read
+
+    def row(self, r: int) -> np.ndarray:
+        """Window ``r`` on the host."""
+        return self.out[r].cpu().numpy()
+
+    def mismatches(self, rows: np.ndarray, placed: Placements, fill: int) -> np.ndarray:
+        """Which of the windows ``rows`` (placed.case k is window rows[k]) differ from the oracle's placements:
+        ``oracles.tma_windows.window_mismatches``, its rule word for word, computed on the device."""
+        torch = _torch()
+        device = self.out.device
+        words = self.out.view(torch.int64)  # 8-byte granules; equality is all that is asked of them
+        source = self.source.view(torch.int64)
+        index = torch.from_numpy(np.stack([placed.case, placed.word, placed.source_word])).to(device).long()
+        case, word, source_word = index[0], index[1], index[2]
+        row_of = torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(device)
+        fill_word = int(np.array([int.from_bytes(bytes([fill]) * 8, "little")], np.uint64).view(np.int64)[0])
+        got = words[row_of[case], word]
+        per_case = torch.zeros((2, placed.count), dtype=torch.int64, device=device)
+        per_case[0].index_add_(0, case, (got != source[source_word]).long())  # placed granules holding other data
+        per_case[1].index_add_(0, case, (got != fill_word).long())  # placed granules not holding the fill
+        unfilled = (words[row_of] != fill_word).sum(dim=1)  # granules of the window not holding the fill
+        wrong = (per_case[0] > 0) | (unfilled != per_case[1])
+        return wrong.cpu().numpy()
+
+
+def _torch():
+    import torch
+
+    return torch

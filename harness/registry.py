@@ -16,6 +16,7 @@ BUILTIN: dict[str, str] = {
     "triton.bank_conflicts": "layoutfuzz.harness.targets.triton_bank_conflicts:TritonBankConflicts",
     "triton.compile": "layoutfuzz.harness.targets.triton_compile:TritonCompile",
     "tma.swizzle": "layoutfuzz.gpu.targets:TmaSwizzle",
+    "tma.encode": "layoutfuzz.gpu.tma_encode:TmaEncode",
     "wgmma.descriptor": "layoutfuzz.gpu.targets:WgmmaDescriptor",
     "triton.convert_layout": "layoutfuzz.gpu.triton_targets:TritonConvertLayout",
     "triton.convert_layout_shuffle": "layoutfuzz.gpu.triton_targets:TritonConvertLayoutShuffle",

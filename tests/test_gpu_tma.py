@@ -174,18 +174,21 @@ def test_raw_store_at_a_negative_coordinate_traps():
 def test_one_launch_for_many_boxes_gives_each_case_its_own_verdict():
     # issue 16: observed_batch (one launch, one source buffer for every map) and compare_batch (the oracle over
     # arrays) against the same cases one by one; a planted wrong byte is found in its case alone
-    from layoutfuzz.gpu.targets import TmaSwizzle, _Window
+    from layoutfuzz.gpu.targets import TmaSwizzle, _Refused, _Window
     from layoutfuzz.harness.runner import make_case
-    from layoutfuzz.harness.target import Unsupported
 
     target = TmaSwizzle()
     cases = [make_case(target, 11, i) for i in range(300)]
     observed = target.observed_batch(cases)
-    live = [i for i, o in enumerate(observed) if not isinstance(o, Unsupported)]
-    assert 100 < len(live) < 300  # some tensor maps are refused: their cases are unsupported, not failures
+    live = [i for i, o in enumerate(observed) if not isinstance(o, _Refused)]
+    assert 100 < len(live) < 300  # the sm_100 sub-modes' tensor maps are refused on an H100
+    refused = [i for i in range(300) if i not in live]  # and each refusal is the one the validity oracle predicts
+    expected = target.expected_batch(cases)
+    assert all(v.ok for v in target.compare_batch([cases[i] for i in refused], [expected[i] for i in refused],
+                                                  [observed[i] for i in refused]))
+    assert {cases[i].params["swizzle"] for i in refused} <= {"B128_ATOM_32B", "B128_ATOM_32B_FLIP_8B", "B128_ATOM_64B"}
     for i in live[:40]:
         assert observed[i].__json__() == target.observed(cases[i])
-    expected = target.expected_batch(cases)
     chosen = [cases[i] for i in live]
     verdicts = target.compare_batch(chosen, [expected[i] for i in live], [observed[i] for i in live])
     assert all(v.ok for v in verdicts)
@@ -195,3 +198,36 @@ def test_one_launch_for_many_boxes_gives_each_case_its_own_verdict():
     observed[live[5]] = _Window(planted)
     verdicts = target.compare_batch(chosen, [expected[i] for i in live], [observed[i] for i in live])
     assert [k for k, v in enumerate(verdicts) if not v.ok] == [5] and verdicts[5].signature == "misplaced data"
+
+
+@pytest.mark.gpu
+def test_the_device_finds_the_windows_the_host_finds():
+    # issue 16: the comparison on the device (DeviceWindows.mismatches) against oracles.tma_windows.window_mismatches
+    # on the host copies of the same windows; wrong data in a placed granule, and a byte written outside the box,
+    # each planted on the device in a case of its own, are found in that case alone, both ways
+    from layoutfuzz.gpu.targets import WINDOW, TmaSwizzle, _DeviceWindow, box_from_params
+    from layoutfuzz.gpu.tma import FILL, source_words
+    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.oracles.tma_windows import placements, window_mismatches
+
+    target = TmaSwizzle()
+    cases = [make_case(target, 12, i) for i in range(400)]
+    observed = target.observed_batch(cases)
+    live = [i for i, o in enumerate(observed) if isinstance(o, _DeviceWindow)]
+    windows = observed[live[0]].windows
+    boxes = [box_from_params(cases[i].params) for i in live]
+    placed, rows = placements(boxes), np.array([observed[i].row for i in live])
+    assert not windows.mismatches(rows, placed, FILL).any()
+    data_row, outside_row = observed[live[3]].row, observed[live[7]].row
+    host = windows.out.cpu().numpy()
+    inside = int(np.flatnonzero(host[data_row] != FILL)[0])
+    outside = int(np.flatnonzero(host[outside_row] == FILL)[-1])
+    windows.out[data_row, inside] ^= 1
+    windows.out[outside_row, outside] = 0
+    on_device = windows.mismatches(rows, placed, FILL)
+    on_host = window_mismatches(placed, source_words(boxes), windows.out.cpu().numpy()[rows], FILL)
+    assert list(np.flatnonzero(on_device)) == list(np.flatnonzero(on_host)) == [3, 7]
+    verdicts = target.compare_batch([cases[i] for i in live], target.expected_batch([cases[i] for i in live]),
+                                    [observed[i] for i in live])
+    assert [k for k, v in enumerate(verdicts) if not v.ok] == [3, 7]
+    assert verdicts[7].signature == "written outside the box" and WINDOW == host.shape[1]

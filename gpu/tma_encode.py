@@ -1,0 +1,201 @@
+"""``tma.encode``: the CUDA driver's ``cuTensorMapEncodeTiled`` against its documented requirements.
+
+The generator draws tiled encodings over the whole documented space (every byte-sized data type, rank, interleave,
+swizzle, L2 promotion and out-of-bound fill, dims up to 2^32, strides up to 2^40) and one in eight breaking one rule on
+purpose; the oracle (``oracles.tensor_map``) says accept or refuse, the driver answers, and a disagreement is a finding:
+the driver accepting what its text refuses (a tensor map the TMA unit then walks with undefined results) or refusing
+what it allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from functools import cache
+from typing import Any
+
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.shrink import replaced
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Parameter, Space, bin_of
+from layoutfuzz.generators.tensor_map import BREAKS, tiled_encoding
+from layoutfuzz.gpu.device import compute_capability
+from layoutfuzz.gpu.targets import GpuTarget
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.target import Attribution
+from layoutfuzz.oracles.tensor_map import (
+    DATA_TYPE_NAMES,
+    INTERLEAVES,
+    L2_PROMOTIONS,
+    OOB_FILLS,
+    SWIZZLES,
+    TiledEncoding,
+    encoding_problems,
+)
+
+KEYS = ("data_type", "global_address", "global_dims", "global_strides", "box_dims", "element_strides", "interleave",
+        "swizzle", "l2_promotion", "oob_fill")
+PACKED = ("16U4_ALIGN8B", "16U4_ALIGN16B", "16U6_ALIGN16B")  # CUtensorMapDataType 13-15
+DIM_BINS = ("0", "1-256", "257-65535", "65536-4294967296", "past 2^32")
+
+
+def encoding_of(p: Mapping[str, Any], base: int = 0) -> TiledEncoding:
+    """The encoding of a case's params, its address counted from ``base``."""
+    return TiledEncoding(p["data_type"], base + p["global_address"], tuple(p["global_dims"]), tuple(p["global_strides"]),
+                         tuple(p["box_dims"]), tuple(p["element_strides"]), p["interleave"], p["swizzle"],
+                         p["l2_promotion"], p["oob_fill"])
+
+
+@cache
+def _buffer() -> int:
+    """The address of a 256-byte aligned device buffer every encoding points into (kept for the worker's life)."""
+    from cuda.core import Device
+
+    device = Device()
+    device.set_current()
+    _buffer.keep = device.allocate(4096, stream=device.default_stream)  # type: ignore[attr-defined]
+    device.default_stream.sync()
+    return int(_buffer.keep.handle)  # type: ignore[attr-defined]
+
+
+def encode(p: Mapping[str, Any]) -> str:
+    """The driver's answer to the case's encoding: "" (accepted) or the error's name."""
+    from cuda.bindings import driver
+
+    e = encoding_of(p, _buffer())
+    try:
+        err, _ = driver.cuTensorMapEncodeTiled(
+            driver.CUtensorMapDataType(e.data_type), e.rank, e.global_address,
+            [driver.cuuint64_t(d) for d in e.global_dims], [driver.cuuint64_t(s) for s in e.global_strides],
+            [driver.cuuint32_t(b) for b in e.box_dims], [driver.cuuint32_t(s) for s in e.element_strides],
+            driver.CUtensorMapInterleave(e.interleave), driver.CUtensorMapSwizzle(e.swizzle),
+            driver.CUtensorMapL2promotion(e.l2_promotion), driver.CUtensorMapFloatOOBfill(e.oob_fill))
+    except (ValueError, TypeError, OverflowError) as exc:  # refused by the bindings before the driver saw it
+        return f"cuda.bindings: {type(exc).__name__}: {exc}"
+    return "" if err == driver.CUresult.CUDA_SUCCESS else err.name
+
+
+def encode_raw(p: Mapping[str, Any]) -> str:
+    """``encode`` one layer down: ``libcuda``'s ``cuTensorMapEncodeTiled`` called through ctypes, every array a real
+    pointer (an empty one too), so that an answer of the bindings can be told from the driver's."""
+    import ctypes
+
+    import numpy as np
+
+    e = encoding_of(p, _buffer())
+    lib = _libcuda()
+    storage = np.zeros(16 + 8, dtype=np.uint64)  # the 128-byte tensor map, 64-byte aligned by hand
+    offset = (-storage.ctypes.data % 64) // 8
+    tensor_map = storage[offset:offset + 16]
+
+    def array(values: tuple[int, ...], dtype: Any) -> Any:
+        return np.array([*values, 0], dtype=dtype)  # one spare element: never a null pointer
+
+    dims, strides = array(e.global_dims, np.uint64), array(e.global_strides, np.uint64)
+    box, steps = array(e.box_dims, np.uint32), array(e.element_strides, np.uint32)
+    result = lib.cuTensorMapEncodeTiled(
+        ctypes.c_void_p(tensor_map.ctypes.data), ctypes.c_int(e.data_type), ctypes.c_uint32(e.rank), ctypes.c_void_p(e.global_address),
+        ctypes.c_void_p(dims.ctypes.data), ctypes.c_void_p(strides.ctypes.data), ctypes.c_void_p(box.ctypes.data),
+        ctypes.c_void_p(steps.ctypes.data), ctypes.c_int(e.interleave), ctypes.c_int(e.swizzle), ctypes.c_int(e.l2_promotion),
+        ctypes.c_int(e.oob_fill))
+    return "" if result == 0 else f"CUresult {result}"
+
+
+@cache
+def _libcuda() -> Any:
+    import ctypes
+
+    return ctypes.CDLL("libcuda.so.1")
+
+
+class TmaEncode(GpuTarget):
+    name = "tma.encode"
+    layer = "the CUDA driver's cuTensorMapEncodeTiled"
+    description = "cuTensorMapEncodeTiled's accept or refuse vs its documented requirements (tensor-map validity oracle)"
+    requires = ("cuda device sm_90", "cuda.core", "cuda.bindings")
+    needs = ("cuda.core", "cuda.bindings")
+    preload = ("cuda.core", "cuda.bindings.driver")
+    max_batch = 8192
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        return tiled_encoding(source)
+
+    def validate(self, case: Case) -> None:
+        """Every argument present, as integers the driver's types can hold (rank up to 6: one past the limit)."""
+        p = case.params
+        try:
+            values = [p[k] for k in KEYS]
+        except KeyError as exc:
+            raise ValueError(f"an encoding needs {', '.join(KEYS)}: {exc} is missing") from None
+        flat = [v for v in values if not isinstance(v, list)] + [x for v in values if isinstance(v, list) for x in v]
+        if any(not isinstance(x, int) or isinstance(x, bool) or not 0 <= x < 1 << 63 for x in flat):
+            raise ValueError("every argument is an integer in 0..2^63")
+        if any(len(p[k]) > 6 for k in ("global_dims", "box_dims", "element_strides")) or len(p["global_strides"]) > 5:
+            raise ValueError("at most 6 dims")
+        if not all(0 <= p[k] < 16 for k in ("data_type", "interleave", "swizzle", "l2_promotion", "oob_fill")):
+            raise ValueError("enum values 0..15")
+
+    def family(self, case: Case) -> str:
+        p = case.params
+        return p.get("broken") or f"valid:{SWIZZLES[p['swizzle']] if 0 <= p['swizzle'] < len(SWIZZLES) else p['swizzle']}"
+
+    def attribute(self, outcome: str, signature: str) -> Attribution | None:
+        if outcome == "diverge":
+            return Attribution("specification", self.layer, "the driver's answer differs from its own documented requirements "
+                               "(the text, or the driver, is wrong; nothing runs on the GPU)")
+        return None
+
+    def expected(self, case: Case) -> Any:
+        problems = encoding_problems(encoding_of(case.params), compute_capability())
+        return {"accepted": not problems, "problems": [what for _, what in problems], "rules": sorted({r for r, _ in problems})}
+
+    def observed(self, case: Case) -> Any:
+        error = encode(case.params)
+        return {"accepted": not error, "error": error}
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        if expected["accepted"] == observed["accepted"]:
+            return Comparison(True)
+        if observed["accepted"]:
+            rules = ", ".join(expected["rules"])
+            return Comparison(False, 1, tuple(expected["problems"]), f"accepted what the documentation refuses: {rules}",
+                              f"the driver accepted an encoding that breaks: {'; '.join(expected['problems'])}")
+        return Comparison(False, 1, (observed["error"],), f"refused what the documentation allows: {observed['error'].split(':')[0]}",
+                          f"the driver refused ({observed['error']}) an encoding that breaks no documented requirement")
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """Outer dims dropped, box and dims halved, strides and fill and promotion to their simplest."""
+        p = case.params
+        rank = len(p["global_dims"])
+        for i in range(rank - 1, 0, -1):
+            yield replaced(p, global_dims=p["global_dims"][:i], box_dims=p["box_dims"][:i], element_strides=p["element_strides"][:i],
+                           global_strides=p["global_strides"][:i - 1])
+        for key in ("l2_promotion", "oob_fill", "global_address"):
+            if p[key]:
+                yield replaced(p, **{key: 0})
+        for i, t in enumerate(p["element_strides"]):
+            if t > 1:
+                yield replaced(p, element_strides=p["element_strides"][:i] + [1] + p["element_strides"][i + 1:])
+        for i, d in enumerate(p["global_dims"]):
+            if d > 1:
+                yield replaced(p, global_dims=p["global_dims"][:i] + [d // 2] + p["global_dims"][i + 1:])
+
+    def parameter_space(self) -> Space:
+        api = "CUDA driver API: cuTensorMapEncodeTiled"
+
+        def dim_bin(d: int) -> str:
+            return "0" if d == 0 else "past 2^32" if d > 1 << 32 else bin_of(d, ("1-256", "257-65535", "65536-4294967296"))
+
+        return Space((
+            Parameter("data type", DATA_TYPE_NAMES + PACKED, f"{api}: CUtensorMapDataType",
+                      lambda p: DATA_TYPE_NAMES[p["data_type"]] if p["data_type"] < len(DATA_TYPE_NAMES) else None,
+                      dict.fromkeys(PACKED, "packed 4- and 6-bit types: their byte size, which the 16-byte inner-row rule needs, is not stated")),
+            Parameter("rank", (1, 2, 3, 4, 5), f"{api}: tensorRank 1-5", lambda p: len(p["global_dims"]) if len(p["global_dims"]) <= 5 else None),
+            Parameter("interleave", INTERLEAVES, f"{api}: CUtensorMapInterleave", lambda p: INTERLEAVES[p["interleave"]]),
+            Parameter("swizzle", SWIZZLES, f"{api}: CUtensorMapSwizzle", lambda p: SWIZZLES[p["swizzle"]]),
+            Parameter("L2 promotion", L2_PROMOTIONS, f"{api}: CUtensorMapL2promotion", lambda p: L2_PROMOTIONS[p["l2_promotion"]]),
+            Parameter("out-of-bound fill", OOB_FILLS, f"{api}: CUtensorMapFloatOOBfill", lambda p: OOB_FILLS[p["oob_fill"]]),
+            Parameter("largest global dim", DIM_BINS, f"{api}: globalDim 1..2^32", lambda p: dim_bin(max(p["global_dims"]))),
+            Parameter("element stride", tuple(range(1, 9)), f"{api}: elementStrides 1..8",
+                      lambda p: max(p["element_strides"]) if 1 <= max(p["element_strides"]) <= 8 else None),
+            Parameter("rule broken on purpose", ("",) + BREAKS, f"{api}: its requirements, one at a time", lambda p: p["broken"]),
+        ))

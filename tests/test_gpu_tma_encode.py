@@ -1,0 +1,43 @@
+"""tma.encode on the device (marked gpu): the driver's answers through cuda.bindings and one layer down (ctypes on
+libcuda), and the documented refusals the driver keeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from layoutfuzz.generators.source import source_for
+from layoutfuzz.generators.tensor_map import tiled_encoding
+
+
+@pytest.mark.gpu
+def test_the_bindings_give_the_drivers_answer():
+    # the bindings' answer is the driver's: the same accept or refuse through ctypes with every array a real pointer
+    from layoutfuzz.gpu.tma_encode import encode, encode_raw
+
+    cases = [tiled_encoding(source_for("tma.encode", 9, i)) for i in range(600)]
+    through_bindings = [encode(p) == "" for p in cases]
+    one_layer_down = [encode_raw(p) == "" for p in cases]
+    assert through_bindings == one_layer_down
+    assert 100 < sum(through_bindings) < 550  # both answers occur
+
+
+@pytest.mark.gpu
+def test_the_driver_refuses_every_documented_refusal_but_one():
+    # every rule broken on purpose is refused, except interleave 32B without swizzle 32B, which this driver accepts
+    # (docs/results/2026-11-24-tensor-maps.md): that disagreement is tma.encode's finding, not a pass
+    from layoutfuzz.gpu.device import compute_capability
+    from layoutfuzz.gpu.tma_encode import encode, encoding_of
+    from layoutfuzz.oracles.tensor_map import encoding_problems
+
+    accepted = {}
+    for i in range(3000):
+        p = tiled_encoding(source_for("tma.encode", 4, i))
+        if p["broken"]:
+            assert encoding_problems(encoding_of(p), compute_capability())
+            accepted.setdefault(p["broken"], []).append(encode(p) == "")
+    assert len(accepted) == 15
+    for broken, answers in accepted.items():
+        if broken == "interleave 32B without swizzle 32B":
+            assert any(answers)
+        else:
+            assert not any(answers), broken
