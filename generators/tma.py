@@ -29,6 +29,7 @@ def tiled_box(source: Source) -> TiledBox:
     return TiledBox(tuple(box), element_bytes, tuple(strides), mode, dst)
 
 
+CUDA_MODES = tuple(m for m in SwizzleMode if m.spec.cuda is not None)  # the modes a CUDA tensor map can name
 MAX_BOX_BYTES = 16 * 1024  # one block's shared-memory window holds the box and its offset
 MAX_DST_OFFSET = 8 * 1024
 
@@ -36,7 +37,7 @@ MAX_DST_OFFSET = 8 * 1024
 def device_box(source: Source) -> TiledBox:
     """A box the GPU driver can copy: rank 2-5, a CUDA swizzle mode, 1-8-byte elements, at most
     16 KiB, at a 128-byte multiple up to 8 KiB past a 1024-byte boundary (every base offset)."""
-    mode = source.choice([m for m in SwizzleMode if m.spec.cuda is not None])
+    mode = source.choice(CUDA_MODES)
     element_bytes = source.choice((1, 2, 4, 8))
     rank = source.integer(2, 5)
     span = mode.spec.span or 256 * element_bytes

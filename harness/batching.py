@@ -136,7 +136,7 @@ class ProgressFile:
 
     def stored(self, target: str, passes: Sequence[tuple[int, str, float]]) -> None:
         """(position, family, seconds) of passes the worker stored in the campaign's database itself."""
-        self._write({"stored": [list(p) for p in passes], "target": target})
+        self._write({"stored": passes, "target": target})  # tuples are JSON arrays as they are
 
     def _write(self, entry: dict[str, Any]) -> None:
         self._file.write(json.dumps(entry) + "\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from functools import cache
 from importlib.metadata import entry_points
 
 from layoutfuzz.harness.target import Target
@@ -35,9 +36,16 @@ class TargetNotFound(LookupError):
 def available_specs() -> dict[str, str]:
     """Target name -> ``module:attr``, built-ins first, then installed plug-ins."""
     specs = dict(BUILTIN)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        specs.setdefault(ep.name, ep.value)
+    for name, value in _plugins():
+        specs.setdefault(name, value)
     return specs
+
+
+@cache
+def _plugins() -> tuple[tuple[str, str], ...]:
+    """The installed plug-ins, read once a process: scanning every distribution's entry points takes milliseconds, and
+    every report written asks (``harness.trust``)."""
+    return tuple((ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP))
 
 
 def resolve(name_or_spec: str) -> str:

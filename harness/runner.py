@@ -87,7 +87,21 @@ class Shard:
 def make_case(target: Target, seed: int, index: int) -> Case:
     """Case ``index`` of ``target`` in the campaign with ``seed`` (deterministic)."""
     params = target.generate(source_for(target.case_model or target.name, seed, index))
-    return Case(target.name, seed, index, json.loads(json.dumps(params)))
+    return Case(target.name, seed, index, params if _plain(params) else json.loads(json.dumps(params)))
+
+
+_PLAIN_SCALARS = (str, int, bool, type(None))
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is already what its JSON reads back as (dicts of str keys, lists, str, int, bool, None: no tuple,
+    float or subclass), so that a case's params need no round trip through JSON to be their canonical form."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    return kind in _PLAIN_SCALARS
 
 
 # ---- inside a worker ----------------------------------------------------------------------

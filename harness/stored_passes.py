@@ -27,9 +27,16 @@ def store_passes(store_path: str, passes: Sequence[tuple[Case, str, dict[str, An
 
     if store_path not in _connections:
         _connections[store_path] = connect(store_path)
-    rows = []
+    rows, templates = [], {}
     for case, family, answer in passes:
-        result = result_of(case, family, answer)
-        signature, bucket = root_cause_and_bucket(result)
-        rows.append(outcome_row(result, bucket, signature, None))
+        # passes of a batch differ only in their case and time: the row of the first of each kind, made by outcome_row,
+        # is every other's with those two replaced (thousands of rows a batch, each a Result and a signature otherwise)
+        kind = (case.target, case.seed, family, answer.get("detail", ""), answer.get("signature", ""),
+                answer.get("mismatch_count", 0), repr(answer.get("metrics")))
+        if kind not in templates:
+            result = result_of(case, family, answer)
+            signature, bucket = root_cause_and_bucket(result)
+            templates[kind] = outcome_row(result, bucket, signature, None)
+        row = templates[kind]
+        rows.append((*row[:2], case.index, *row[3:9], answer.get("duration_s", 0.0), *row[10:]))
     insert_rows(_connections[store_path], rows)
