@@ -20,6 +20,7 @@ SWIZZLES = ("NONE", "32B", "64B", "128B", "128B_ATOM_32B", "128B_ATOM_32B_FLIP_8
 SWIZZLE_BYTES = (0, 32, 64, 128, 128, 128, 128)  # the span each swizzle's inner box row must fit
 L2_PROMOTIONS = ("NONE", "L2_64B", "L2_128B", "L2_256B")
 OOB_FILLS = ("NONE", "NAN_REQUEST_ZERO_FMA")
+BOX_BYTES_LIMIT = {9: 233_472}  # observed, per compute capability major: 228 KiB, an sm_90 SM's shared memory
 ATOM_SWIZZLES = frozenset({4, 5, 6})  # the 128-byte swizzles of 32- and 64-byte atomicity (PTX ISA 5.5.7's sub-modes)
 
 
@@ -97,6 +98,16 @@ def encoding_problems(e: TiledEncoding, compute_capability: tuple[int, int]) -> 
     # "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA can only be used when tensorDataType represents a floating-point data type"
     if e.oob_fill == 1 and e.data_type not in FLOAT_TYPES:
         out.append(("NaN fill type", f"a NaN out-of-bound fill needs a floating-point type, not {DATA_TYPE_NAMES[e.data_type] if e.data_type in DATA_TYPE_BYTES else e.data_type}"))
+    # observed: the elements a box takes, floor(boxDim[i] / elementStrides[i]) in every dim (the innermost's stride
+    # counted too, though the text says it is ignored), times the element size, fit 228 KiB on an H100: 0 of 33,810
+    # documented-valid encodings misjudged, and the boundaries found by sweeping box dims (docs/results/2026-11-24-tensor-maps.md)
+    limit = BOX_BYTES_LIMIT.get(compute_capability[0])
+    if limit and len(e.box_dims) == len(e.element_strides) and all(t > 0 for t in e.element_strides):
+        taken = size
+        for b, t in zip(e.box_dims, e.element_strides):
+            taken *= b // t
+        if taken > limit:
+            out.append(("box bytes", f"the box takes {taken} bytes, more than the {limit} (observed) of compute capability {compute_capability[0]}.x"))
     # observed: the atomicity sub-modes are refused below compute capability 10.0 (every one of 10,958,914 tma.swizzle
     # cases on an H100, docs/results/2026-11-24-throughput.md; the driver's text does not say so)
     if e.swizzle in ATOM_SWIZZLES and compute_capability < (10, 0):

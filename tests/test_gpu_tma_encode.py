@@ -43,3 +43,21 @@ def test_the_driver_refuses_every_documented_refusal_but_one():
             assert any(answers)
         else:
             assert not any(answers), broken
+
+
+@pytest.mark.gpu
+def test_the_oracle_gives_the_drivers_answer_on_every_unbroken_encoding():
+    # with its two observed rules (the sm_100 swizzles; a box of at most 228 KiB) the oracle predicts the driver on
+    # every encoding drawn without a broken rule: both answers occur, and none differs
+    from layoutfuzz.gpu.device import compute_capability
+    from layoutfuzz.gpu.tma_encode import encode_raw, encoding_of
+    from layoutfuzz.oracles.tensor_map import encoding_problems
+
+    answers = []
+    for i in range(4000):
+        p = tiled_encoding(source_for("tma.encode", 6, i))
+        if not p["broken"]:
+            predicted = not encoding_problems(encoding_of(p), compute_capability())
+            answers.append((predicted, encode_raw(p) == ""))
+    assert all(predicted == driver for predicted, driver in answers)
+    assert any(driver for _, driver in answers) and not all(driver for _, driver in answers)

@@ -32,7 +32,7 @@ def test_a_gemm_tile_breaks_no_requirement():
 # each documented requirement, broken alone: (change, the rule it breaks), quoting cuda.h
 @pytest.mark.parametrize("change,rule", [
     ({"data_type": 13}, "data type"),  # a packed type: not byte-sized
-    ({"global_dims": (8,) * 6, "global_strides": (16,) * 5, "box_dims": (8,) * 6, "element_strides": (1,) * 6}, "rank"),  # "<= 5"
+    ({"global_dims": (8,) * 6, "global_strides": (16,) * 5, "box_dims": (8, 2, 2, 2, 2, 2), "element_strides": (1,) * 6}, "rank"),  # "<= 5"
     ({"global_dims": (), "global_strides": (), "box_dims": (), "element_strides": ()}, "rank"),  # "non-zero"
     ({"interleave": 1}, "interleave rank"),  # "If interleave is not NONE, then tensorRank must additionally be >= 3"
     ({"global_address": (1 << 20) + 8}, "global address alignment"),  # "must be 16 byte aligned"
@@ -71,6 +71,30 @@ def test_the_atomicity_sub_modes_need_compute_capability_10():
     for swizzle in (4, 5, 6):
         assert rules(replace(GOOD, swizzle=swizzle), HOPPER) == {"atomicity compute capability"}
         assert rules(replace(GOOD, swizzle=swizzle), BLACKWELL) == set()
+
+
+@pytest.mark.parametrize("data_type,box,steps,accepted", [
+    # the boundaries an H100 showed when box dims were swept (docs/results/2026-11-24-tensor-maps.md)
+    (4, (256, 114), (1, 1), True), (4, (256, 115), (1, 1), False),  # 256 x 114 x 8 bytes = 233,472
+    (4, (128, 228), (1, 1), True), (4, (128, 229), (1, 1), False),
+    (2, (256, 228), (1, 1), True), (2, (256, 229), (1, 1), False),
+    (4, (256, 229), (1, 2), True), (4, (256, 230), (1, 2), False),  # floor(229 / 2) = 114 rows taken
+    (4, (256, 256), (1, 3), True),
+    (0, (64, 64, 57), (1, 1, 1), True), (0, (64, 64, 58), (1, 1, 1), False),
+    (0, (64, 64, 231), (1, 1, 4), True), (0, (64, 64, 232), (1, 1, 4), False),
+    (0, (256, 256, 7), (1, 1, 2), True), (0, (256, 256, 8), (1, 1, 2), False),
+])
+def test_a_box_takes_at_most_228_kib_on_an_h100(data_type, box, steps, accepted):
+    e = TiledEncoding(data_type, 0, (1,) * len(box), (0,) * (len(box) - 1), box, steps)
+    assert rules(e) == (set() if accepted else {"box bytes"})
+    assert rules(e, BLACKWELL) == set()  # not known there: not judged
+
+
+def test_the_innermost_element_stride_counts_for_the_box_bytes():
+    # the text says elementStrides[0] is ignored without interleave; the driver still divides boxDim[0] by it
+    # (an H100 accepted a [32, 96, 216] box of 2-byte elements with element strides [6, 4, 1]: 5 x 24 x 216 x 2 bytes)
+    assert rules(TiledEncoding(6, 0, (64, 96, 216), (128, 12288), (32, 96, 216), (6, 4, 1))) == set()
+    assert rules(TiledEncoding(6, 0, (64, 96, 216), (128, 12288), (32, 96, 216), (1, 4, 1))) == {"box bytes"}
 
 
 def test_the_sampler_breaks_exactly_the_rule_it_names():
