@@ -12,6 +12,7 @@ shape are one (layouts x MN x K) block of array operations.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -55,6 +56,7 @@ def canonical_addresses(layouts: Sequence[CanonicalLayout]) -> list[np.ndarray]:
     return out
 
 
+@lru_cache(maxsize=1 << 16)  # a pure function of the layout; a campaign's generator asks it of a few thousand layouts, again and again
 def highest_address(layout: CanonicalLayout) -> int:
     """The largest byte address the layout reads (``max(max(row) for row in layout.addresses())``, without the
     element-by-element walk: a generator asks it of every case)."""
