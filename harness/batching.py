@@ -20,7 +20,7 @@ from typing import Any
 from layoutfuzz.generators.case import Case
 from layoutfuzz.harness.target import Target
 
-BATCH_SECONDS = 0.1  # of work per batch the runner aims at: short enough that a deadline or Ctrl-C is not kept waiting
+BATCH_SECONDS = 0.1  # of work per batch the runner aims at by default (``Target.batch_seconds``): short enough that a deadline or Ctrl-C is not kept waiting
 
 
 @dataclass(frozen=True)
@@ -107,16 +107,17 @@ class Progress:
 
 @dataclass
 class BatchSize:
-    """How many cases to give one worker call of a target: about ``BATCH_SECONDS`` of its work, learnt
-    from the cases' durations, at most ``limit`` (the target's ``max_batch``; 1: one case per call)."""
+    """How many cases to give one worker call of a target: about ``seconds`` of its work (the target's
+    ``batch_seconds``), learnt from the cases' durations, at most ``limit`` (its ``max_batch``; 1: one case per call)."""
 
     limit: int
     size: int = 1
+    seconds: float = BATCH_SECONDS
 
     def observe(self, cases: int, seconds: float) -> None:
         if cases:
             per_case = max(seconds / cases, 1e-6)
-            self.size = max(1, min(self.limit, int(BATCH_SECONDS / per_case), 2 * max(self.size, cases)))
+            self.size = max(1, min(self.limit, int(self.seconds / per_case), 2 * max(self.size, cases)))
 
 
 # ---- inside a worker ----------------------------------------------------------------------

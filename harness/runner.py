@@ -27,7 +27,7 @@ from typing import Any
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import source_for
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.batching import Batch, BatchSize, Progress, ProgressFile, StoredPass, cases_of
+from layoutfuzz.harness.batching import BATCH_SECONDS, Batch, BatchSize, Progress, ProgressFile, StoredPass, cases_of
 from layoutfuzz.harness.compare import clipped, summarised, to_jsonable
 from layoutfuzz.harness.pool import Died, Finished, WorkerPool
 from layoutfuzz.harness.stored_passes import store_passes
@@ -546,7 +546,7 @@ class Share:
 def share(spec: str, target: Target, seed: int, items: Iterable[int | Case], batch: int | None = None) -> Share:
     """A target's share of a run; ``batch``: the most cases per worker call (None: the target's ``max_batch``)."""
     limit = max(1, batch if batch is not None else target.max_batch)
-    return Share(spec, target, seed, iter(items), BatchSize(limit, min(limit, 4)))
+    return Share(spec, target, seed, iter(items), BatchSize(limit, min(limit, 4), getattr(target, "batch_seconds", BATCH_SECONDS)))
 
 
 def run_cases(

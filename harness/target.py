@@ -76,8 +76,11 @@ class Target:
     # whose case stream it draws (default: its own name): targets of one system-independent case model (two CuTe
     # implementations) share it, so the same seed and index give them the same case, side by side
     case_model: ClassVar[str | None] = None
-    # the most cases one worker call takes (the runner sizes batches to about BATCH_SECONDS of work below it)
+    # the most cases one worker call takes (the runner sizes batches to about batch_seconds of work below it)
     max_batch: ClassVar[int] = 256
+    # the work one worker call aims at: longer amortises a launch and a transaction, shorter keeps a deadline, Ctrl-C
+    # and the bisection of a crashed batch cheap
+    batch_seconds: ClassVar[float] = 0.1
 
     def availability(self) -> Availability:
         """Whether what ``requires`` names is present; checked once per campaign."""

@@ -177,3 +177,19 @@ def test_a_time_budget_is_shared_by_time_not_by_turn(tmp_path):
         "SELECT target, count(*) FROM outcomes GROUP BY target"))
     assert rows["test.preload"] > 20 * rows["test.slow"]  # 50 ms a case against microseconds: far more cases
     assert "time s" in run.stdout  # the table says how much worker time each target got
+
+
+def test_a_target_sets_how_much_work_a_batch_aims_at():
+    # batch_seconds: 0.1 s by default; the batched GPU drivers ask for 0.5 s (a launch and a transaction a batch)
+    from layoutfuzz.gpu.targets import TmaSwizzle, WgmmaDescriptor
+    from layoutfuzz.harness.batching import BatchSize
+    from layoutfuzz.harness.runner import share
+    from layoutfuzz.harness.target import Target
+
+    quick, slow = BatchSize(100_000, 4, 0.1), BatchSize(100_000, 4, 0.5)
+    for _ in range(20):  # 100 us a case
+        quick.observe(quick.size, quick.size * 1e-4)
+        slow.observe(slow.size, slow.size * 1e-4)
+    assert (quick.size, slow.size) == (1000, 5000)
+    assert Target.batch_seconds == 0.1 and TmaSwizzle.batch_seconds == WgmmaDescriptor.batch_seconds == 0.5
+    assert share("x:y", TmaSwizzle(), 0, []).size.seconds == 0.5
