@@ -51,7 +51,7 @@ def through_run(target: str, budget: float, jobs: int, out: Path, extra: list[st
     """``layoutfuzz run`` (of the source ``tree``) for ``budget`` seconds, with empty Triton and kernel caches."""
     command = [sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--targets", target, "--budget", f"{budget}s", "--jobs", str(jobs),
                "--timeout", timeout, "-q", "--out", str(out), *extra]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH", "")])),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(import_root(tree)), str(tree), os.environ.get("PYTHONPATH", "")])),
                TRITON_CACHE_DIR=str(out) + "-triton-cache",  # each run compiles its kernels: no run finds another's
                LAYOUTFUZZ_CACHE=str(out) + "-cache")
     done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env=env)
@@ -62,6 +62,16 @@ def through_run(target: str, budget: float, jobs: int, out: Path, extra: list[st
     good = {i for i, o, _ in rows if o not in ("crash", "timeout")}
     kernels = len({c for _, o, c in rows if o not in ("crash", "timeout", "unsupported")})  # distinct parameters: kernels
     return Run(int(match[1]) / float(match[2]), kernels / float(match[2]), int(match[1]), len(rows) - len(good), good)
+
+
+def import_root(tree: Path) -> Path:
+    """A folder whose ``layoutfuzz/`` links to the packages of ``tree``: put first on the path, ``import layoutfuzz.harness``
+    finds that tree's, not the checkout's (the installed name has no folder of its own in a tree)."""
+    folder = Path(tempfile.mkdtemp(prefix="layoutfuzz-tree-"))
+    (folder / "layoutfuzz").mkdir()
+    for name in ("harness", "oracles", "generators", "gpu", "reports"):
+        (folder / "layoutfuzz" / name).symlink_to(Path(tree).resolve() / name)
+    return folder
 
 
 KERNEL_TARGETS = ("triton.convert_layout", "triton.shared_memory", "triton.convert_layout_shuffle", "triton.compile")
