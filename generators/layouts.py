@@ -14,6 +14,8 @@ from layoutfuzz.oracles import f2
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
 DISTRIBUTED_DIMS = ("register", "lane", "warp")
+# the input dims a hardware layout may have: a warp's (register, lane), a CTA's, and a cluster's (with block)
+HARDWARE_DIMS = (("register", "lane"), DISTRIBUTED_DIMS, (*DISTRIBUTED_DIMS, "block"))
 LAYOUT_KINDS = ("arbitrary", "distributed", "memory", "invertible", "injective")
 
 
@@ -128,16 +130,17 @@ def injective_layout(
     return _layout(in_dims, split_bits(source, k, len(in_dims)), outs, _invertible_columns(source, n)[:k])
 
 
-def sample_layout(source: Source, kind: str, max_bits: int = 16, in_dims: Sequence[str] | None = None) -> LinearLayout:
-    """A layout of the named kind with at most ``max_bits`` output bits."""
+def sample_layout(source: Source, kind: str, max_bits: int = 16, in_dims: Sequence[str] | None = None,
+                  max_rank: int = 3) -> LinearLayout:
+    """A layout of the named kind with at most ``max_bits`` output bits and ``max_rank`` output dims."""
     if kind == "arbitrary":
-        return arbitrary_layout(source, in_dims or DISTRIBUTED_DIMS, max_bits, max_bits)
+        return arbitrary_layout(source, in_dims or DISTRIBUTED_DIMS, max_bits, max_bits, max_rank)
     if kind == "distributed":
-        return distributed_layout(source, in_dims or DISTRIBUTED_DIMS, max_bits)
+        return distributed_layout(source, in_dims or DISTRIBUTED_DIMS, max_bits, max_rank=max_rank)
     if kind == "memory":
-        return memory_layout(source, (in_dims or ("offset",))[0], max_bits)
+        return memory_layout(source, (in_dims or ("offset",))[0], max_bits, max_rank)
     if kind == "invertible":
-        return invertible_layout(source, in_dims or ("offset",), max_bits)
+        return invertible_layout(source, in_dims or ("offset",), max_bits, max_rank)
     if kind == "injective":
-        return injective_layout(source, in_dims or DISTRIBUTED_DIMS, max_bits)
+        return injective_layout(source, in_dims or DISTRIBUTED_DIMS, max_bits, max_rank)
     raise ValueError(f"unknown layout kind {kind!r}; kinds: {', '.join(LAYOUT_KINDS)}")

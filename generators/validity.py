@@ -45,8 +45,8 @@ def check_layout_kind(layout: LinearLayout, kind: str, max_out_bits: int | None 
     if kind == "arbitrary":
         return
     if kind == "distributed":  # Def 4.10
-        if named_inputs and set(layout.in_dim_names) - set(DISTRIBUTED_DIMS):
-            raise ValueError(f"a distributed layout's inputs are {DISTRIBUTED_DIMS}, got {layout.in_dim_names}")
+        if named_inputs and set(layout.in_dim_names) - {*DISTRIBUTED_DIMS, "block"}:
+            raise ValueError(f"a distributed layout's inputs are among {(*DISTRIBUTED_DIMS, 'block')}, got {layout.in_dim_names}")
         nonzero = [c for c in columns if c]
         if any(_bit_count(c) > 1 for c in columns) or len(set(nonzero)) != len(nonzero) or not layout.is_surjective():
             raise ValueError("not a distributed layout (Def 4.10): one bit per column, no repeated column, surjective")

@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.generators.layouts import LAYOUT_KINDS, arbitrary_layout, distributed_layout, sample_layout
+from layoutfuzz.generators.layouts import (
+    HARDWARE_DIMS,
+    LAYOUT_KINDS,
+    arbitrary_layout,
+    distributed_layout,
+    sample_layout,
+)
 from layoutfuzz.generators.shrink import joint_out_dim_halvings, layout_shrinks, replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
@@ -112,7 +118,11 @@ class TritonLinearLayout(Target):
         params: dict[str, Any] = {"op": op}
         if op in ("apply", "predicates", "matrix_view"):
             kind = source.choice(LAYOUT_KINDS)
-            params.update(kind=kind, layout=sample_layout(source, kind, MAX_BITS).to_dict())
+            if source.integer(0, 1):  # half the time a warp's, a CTA's or a cluster's input dims and up to 4 output dims
+                dims = None if kind == "memory" else source.choice(HARDWARE_DIMS if kind != "invertible" else (("offset",), ("offset", "block")))
+                params.update(kind=kind, layout=sample_layout(source, kind, MAX_BITS, dims, max_rank=4).to_dict())
+            else:
+                params.update(kind=kind, layout=sample_layout(source, kind, MAX_BITS).to_dict())
         elif op == "compose":
             kind = source.choice(LAYOUT_KINDS)
             inner = sample_layout(source, kind, MAX_BITS)
@@ -126,8 +136,9 @@ class TritonLinearLayout(Target):
             params.update(kind=kind, outer_kind=outer_kind, layout=inner.to_dict(), outer=outer.to_dict())
         elif op == "product":
             kind = source.choice(LAYOUT_KINDS)
-            a = sample_layout(source, kind, MAX_BITS // 2)
-            b = sample_layout(source, kind, MAX_BITS // 2)
+            dims = None if kind in ("memory", "invertible") else source.choice(HARDWARE_DIMS)
+            a = sample_layout(source, kind, MAX_BITS // 2, dims)
+            b = sample_layout(source, kind, MAX_BITS // 2, dims)
             params.update(kind=kind, layout=a.to_dict(), outer=b.to_dict())
         elif op == "invert":
             kind = source.choice(INVERTIBLE_KINDS)
