@@ -116,6 +116,7 @@ def _init_worker(log_dir: str, memory_limit: int | None = None) -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.setpgrp()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))  # an abort is a row, not a core dump
     if memory_limit:  # the heap (RLIMIT_DATA), not the address space that CUDA and Triton reserve
         resource.setrlimit(resource.RLIMIT_DATA, (memory_limit, memory_limit))
     fd = os.open(os.path.join(log_dir, f"worker-{os.getpid()}.log"), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)

@@ -177,3 +177,15 @@ class PreloadProbe(ValueTarget):
 
     def observed(self, case):
         return case.params["value"] if "tests.preloaded_module" in sys.modules else -1
+
+
+class CoreProbe(ValueTarget):
+    """Passes only where its worker may write no core file (RLIMIT_CORE 0): a target that aborts on many cases must
+    not fill the disk, nor spend seconds a crash, with core dumps."""
+
+    name = "test.core"
+
+    def observed(self, case):
+        import resource
+
+        return case.params["value"] if resource.getrlimit(resource.RLIMIT_CORE)[0] == 0 else -1

@@ -193,3 +193,17 @@ def test_a_target_sets_how_much_work_a_batch_aims_at():
     assert (quick.size, slow.size) == (1000, 5000)
     assert Target.batch_seconds == 0.1 and TmaSwizzle.batch_seconds == WgmmaDescriptor.batch_seconds == 0.5
     assert share("x:y", TmaSwizzle(), 0, []).size.seconds == 0.5
+
+
+def test_workers_write_no_core_files(tmp_path):
+    # a target that aborts on a third of its cases (triton.layouts under Triton 3.6.0) would dump a core a crash
+    # wherever the user's limit allows it
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))  # as permissive as this machine allows, inherited by the run
+    try:
+        counts = _campaign(tmp_path, "CoreProbe", 4, 2, "SELECT outcome, count(*) FROM outcomes GROUP BY outcome")
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    assert counts == {"pass": 4}
