@@ -173,7 +173,8 @@ class TmaSwizzle(GpuTarget):
         return tma_space()
 
     def expected(self, case: Case) -> Any:
-        return _ExpectedWindow(box_from_params(case.params), refusal(box_from_params(case.params))).__json__()
+        box = box_from_params(case.params)
+        return _ExpectedWindow(box, refusal(box)).__json__()
 
     def observed(self, case: Case) -> Any:
         (result,) = self.on_device(lambda: _tma_runner().run([box_from_params(case.params)], WINDOW))
