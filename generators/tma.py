@@ -34,10 +34,10 @@ MAX_BOX_BYTES = 16 * 1024  # one block's shared-memory window holds the box and 
 MAX_DST_OFFSET = 8 * 1024
 
 
-def device_box(source: Source) -> TiledBox:
-    """A box the GPU driver can copy: rank 2-5, a CUDA swizzle mode, 1-8-byte elements, at most
+def device_box(source: Source, modes: tuple[SwizzleMode, ...] = CUDA_MODES) -> TiledBox:
+    """A box the GPU driver can copy: rank 2-5, a CUDA swizzle mode (one of ``modes``), 1-8-byte elements, at most
     16 KiB, at a 128-byte multiple up to 8 KiB past a 1024-byte boundary (every base offset)."""
-    mode = source.choice(CUDA_MODES)
+    mode = source.choice(modes)
     element_bytes = source.choice((1, 2, 4, 8))
     rank = source.integer(2, 5)
     span = mode.spec.span or 256 * element_bytes

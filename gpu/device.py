@@ -32,6 +32,14 @@ def compute_capability() -> tuple[int, int]:
     return int(major), int(minor)
 
 
+@cache
+def libcuda():
+    """The CUDA driver library through ctypes (for the calls the bindings make dearer or refuse)."""
+    import ctypes
+
+    return ctypes.CDLL("libcuda.so.1")
+
+
 class DeviceFault(RuntimeError):
     """The kernel faulted: the CUDA context is unusable and the process must end."""
 

@@ -90,13 +90,71 @@ def tma_space() -> Space:
         Parameter("outer box dim", BOX_DIM_BINS, f"{api}: boxDim[i] <= 256", lambda p: bin_of(max(p["box_dims"][1:] or [1]), BOX_DIM_BINS)),
         Parameter("element stride", tuple(range(1, 9)), f"{api}: elementStrides[i] 1-8", lambda p: max(p["element_strides"])),
         Parameter("base offset", tuple(range(8)), "PTX ISA 5.5.7 (seed 004): base offset of the destination", lambda p: p["dst"] // 128 % 8),
-        Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave", lambda p: p.get("interleave", "none")),
-        Parameter("out-of-bound fill", ("none", "nan"), f"{api}: CUtensorMapFloatOOBfill", lambda p: p.get("oob_fill", "none")),
+        Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave", lambda p: p.get("interleave", "none"),
+                  dict.fromkeys(("16B", "32B"), INTERLEAVE_EXCLUDED)),
+        Parameter("out-of-bound fill", ("none", "nan"), f"{api}: CUtensorMapFloatOOBfill", lambda p: p.get("oob_fill", "none"),
+                  {"nan": NAN_FILL_EXCLUDED}),
         Parameter("start coordinates", ("zero", "inside", "negative", "past the bound"), "PTX ISA: cp.async.bulk.tensor coordinates",
-                  lambda p: p.get("coordinates", "zero")),
+                  lambda p: p.get("coordinates", "zero"), dict.fromkeys(("inside", "negative", "past the bound"), BY_TMA_COPY)),
         Parameter("direction", ("load", "store"), "PTX ISA: cp.async.bulk.tensor (global to shared and back)",
-                  lambda p: p.get("direction", "load")),
+                  lambda p: p.get("direction", "load"), {"store": BY_TMA_COPY}),
     ), illegal)
+
+
+BY_TMA_COPY = "drawn by tma.copy, whose cases carry a global tensor and start coordinates (this target checks placement from 0)"
+INTERLEAVE_EXCLUDED = ("interleaved layouts use dim 0's traversal stride and their own shared-memory order, which PTX 5.5.2 "
+                       "does not state bit-exactly: not modelled (tma.encode checks their encodings)")
+NAN_FILL_EXCLUDED = ("the OOB-NaN fill's bit pattern is not stated per type (PTX 5.5.3.3: 'a special NaN'); the zero fill "
+                     "is modelled (tma.encode checks the NaN fill's encodings)")
+BOUNDS = ("inside", "cut on a granule", "cut inside a granule", "past", "before")
+
+
+def tma_copy_space() -> Space:
+    """``tma.copy``: a tiled load or store between a global tensor and the shared-memory box, from start coordinates."""
+    api = "CUDA driver API: cuTensorMapEncodeTiled"
+    ptx = "PTX ISA 5.5.3 (tiled mode: bounding box, traversal stride, out of boundary access)"
+    order = {"inside": 0, "cut": 1, "past": 2, "before": 3}
+
+    def innermost(p: Mapping[str, Any]) -> str:
+        place = p["places"][0]
+        if place != "cut":
+            return place
+        return "cut on a granule" if p["global_dims"][0] * p["element_bytes"] % 16 == 0 else "cut inside a granule"
+
+    def outer(p: Mapping[str, Any]) -> str | None:
+        return max(p["places"][1:], key=order.__getitem__) if len(p["places"]) > 1 else None
+
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        if pair.get("direction") == "store":  # a store before a bound traps the device: not drawn
+            return pair.get("innermost bound") == "before" or pair.get("outer bounds") == "before"
+        if pair.get("rank") == 1:  # no outer dims: no outer bounds, strides or padding
+            return pair.get("outer bounds") is not None or pair.get("element stride", 1) > 1 or pair.get("padded strides") == "yes"
+        return False
+
+    return Space((
+        Parameter("direction", ("load", "store"), "PTX ISA: cp.async.bulk.tensor (global to shared and back)", lambda p: p["direction"]),
+        Parameter("swizzle", tuple(m.name for m in TmaMode if m.spec.cuda is not None), "PTX ISA 5.5.7 (seed 004); CUtensorMapSwizzle",
+                  lambda p: p["swizzle"]),
+        Parameter("element bytes", (1, 2, 4, 8), f"{api}: CUtensorMapDataType sizes", lambda p: p["element_bytes"]),
+        Parameter("rank", (1, 2, 3, 4, 5), f"{api}: tensorRank 1-5", lambda p: len(p["box_dims"])),
+        Parameter("innermost bound", BOUNDS, f"{ptx}; stores: the granule rule (docs/findings.md)", innermost),
+        Parameter("outer bounds", ("inside", "cut", "past", "before"), ptx, outer),
+        Parameter("element stride", tuple(range(1, 9)), f"{api}: elementStrides[i] 1-8", lambda p: max(p["element_strides"])),
+        Parameter("padded strides", ("no", "yes"), f"{api}: globalStrides, multiples of 16",
+                  lambda p: "yes" if p["global_strides"] != _plain_strides(p) else "no"),
+        Parameter("base offset", tuple(range(8)), "PTX ISA 5.5.7 (seed 004): base offset of the box in shared memory",
+                  lambda p: p["dst"] // 128 % 8),
+        Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave", lambda p: "none",
+                  dict.fromkeys(("16B", "32B"), INTERLEAVE_EXCLUDED)),
+        Parameter("out-of-bound fill", ("zero", "nan"), f"{api}: CUtensorMapFloatOOBfill", lambda p: "zero", {"nan": NAN_FILL_EXCLUDED}),
+    ), illegal)
+
+
+def _plain_strides(p: Mapping[str, Any]) -> list[int]:
+    from layoutfuzz.generators.tma_copy import strides
+
+    return strides(p["global_dims"], p["element_bytes"], [0] * (len(p["global_dims"]) - 1))
 
 
 def convert_layout_space() -> Space:

@@ -19,6 +19,7 @@ from layoutfuzz.generators.space import Space
 from layoutfuzz.generators.tma import MAX_DST_OFFSET, device_box
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Attribution, Availability, Target
+from layoutfuzz.oracles.tensor_map import TiledEncoding
 from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 
 WINDOW = 24 * 1024  # shared-memory bytes dumped per case: the largest offset plus the largest box
@@ -91,6 +92,29 @@ class GpuTarget(Target):
             os._exit(70)
 
 
+def validate_box(p: Mapping[str, Any], lowest_rank: int = 2) -> TiledBox:
+    """The generator's rules (``generators.tma.device_box``): rank ``lowest_rank``-5, a CUDA swizzle mode, 1-8-byte
+    elements, an inner row of whole 16-byte units within the span, outer dims up to 256 with strides 1-8, a
+    128-byte-multiple destination, the box within the window."""
+    try:
+        box = box_from_params(p)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"not a TMA box: {exc}") from None
+    e, inner = box.element_bytes, box.box_dims[0]
+    span = box.swizzle.spec.span or 256 * e
+    if box.swizzle.spec.cuda is None or e not in (1, 2, 4, 8) or not lowest_rank <= len(box.box_dims) <= 5:
+        raise ValueError(f"a CUDA swizzle mode, 1-8-byte elements, rank {lowest_rank}-5")
+    if inner * e % 16 or not 16 <= inner * e <= min(span, 256 * e) or box.element_strides[0] != 1:
+        raise ValueError("the inner row is whole 16-byte units within the swizzle span, with element stride 1")
+    if any(not 1 <= d <= 256 for d in box.box_dims[1:]) or any(not 1 <= t <= 8 for t in box.element_strides[1:]):
+        raise ValueError("outer dims 1-256, element strides 1-8")
+    if box.dst % 128 or not 0 <= box.dst < MAX_DST_OFFSET:
+        raise ValueError(f"dst is a multiple of 128 below {MAX_DST_OFFSET}")
+    if box.dst + box.footprint_bytes > WINDOW:
+        raise ValueError(f"box of {box.footprint_bytes} bytes at {box.dst} does not fit the {WINDOW}-byte window")
+    return box
+
+
 def box_from_params(p: Mapping[str, Any]) -> TiledBox:
     return TiledBox(tuple(p["box_dims"]), p["element_bytes"], tuple(p["element_strides"]), SwizzleMode[p["swizzle"]], p["dst"])
 
@@ -127,26 +151,7 @@ class TmaSwizzle(GpuTarget):
                 "element_strides": list(box.element_strides), "swizzle": box.swizzle.name, "dst": box.dst}
 
     def validate(self, case: Case) -> None:
-        """The generator's rules (``generators.tma.device_box``): rank 2-5, a CUDA swizzle mode, 1-8-byte
-        elements, an inner row of whole 16-byte units within the span, outer dims up to 256 with strides
-        1-8, a 128-byte-multiple destination, the box within the window."""
-        p = case.params
-        try:
-            box = box_from_params(p)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a TMA box: {exc}") from None
-        e, inner = box.element_bytes, box.box_dims[0]
-        span = box.swizzle.spec.span or 256 * e
-        if box.swizzle.spec.cuda is None or e not in (1, 2, 4, 8) or not 2 <= len(box.box_dims) <= 5:
-            raise ValueError("a CUDA swizzle mode, 1-8-byte elements, rank 2-5")
-        if inner * e % 16 or not 16 <= inner * e <= min(span, 256 * e) or box.element_strides[0] != 1:
-            raise ValueError("the inner row is whole 16-byte units within the swizzle span, with element stride 1")
-        if any(not 1 <= d <= 256 for d in box.box_dims[1:]) or any(not 1 <= t <= 8 for t in box.element_strides[1:]):
-            raise ValueError("outer dims 1-256, element strides 1-8")
-        if box.dst % 128 or not 0 <= box.dst < MAX_DST_OFFSET:
-            raise ValueError(f"dst is a multiple of 128 below {MAX_DST_OFFSET}")
-        if box.dst + box.footprint_bytes > WINDOW:
-            raise ValueError(f"box of {box.footprint_bytes} bytes at {box.dst} does not fit the {WINDOW}-byte window")
+        validate_box(case.params)
 
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
         """An outer dim dropped or halved, element strides of 1, a narrower row, base offset 0 (dst 0)."""
@@ -173,8 +178,10 @@ class TmaSwizzle(GpuTarget):
         return tma_space()
 
     def expected(self, case: Case) -> Any:
+        from layoutfuzz.gpu.tma import box_encoding
+
         box = box_from_params(case.params)
-        return _ExpectedWindow(box, refusal(box)).__json__()
+        return _ExpectedWindow(box, refusal(box_encoding(box))).__json__()
 
     def observed(self, case: Case) -> Any:
         (result,) = self.on_device(lambda: _tma_runner().run([box_from_params(case.params)], WINDOW))
@@ -192,8 +199,10 @@ class TmaSwizzle(GpuTarget):
 
     def expected_batch(self, cases: Sequence[Case]) -> list[Any]:
         """The oracle's windows, computed over all boxes at once in ``compare_batch``; a report's from the box."""
+        from layoutfuzz.gpu.tma import box_encoding
+
         boxes = [box_from_params(c.params) for c in cases]
-        return [_ExpectedWindow(box, refusal(box)) for box in boxes]
+        return [_ExpectedWindow(box, refusal(box_encoding(box))) for box in boxes]
 
     def observed_batch(self, cases: Sequence[Case]) -> list[Any]:
         """One launch for every box (``TmaRunner.run_on_device``), the windows left on the device; a refused
@@ -230,17 +239,16 @@ class TmaSwizzle(GpuTarget):
         return verdicts  # type: ignore[return-value]
 
 
-def refusal(box: TiledBox) -> str:
-    """Why the driver must refuse the box's tensor map on this device ("" if it must accept it): ``oracles.tensor_map``."""
+def refusal(encoding: TiledEncoding) -> str:
+    """Why the driver must refuse the tensor map on this device ("" if it must accept it): ``oracles.tensor_map``."""
     from layoutfuzz.gpu.device import compute_capability
-    from layoutfuzz.gpu.tma import box_encoding
     from layoutfuzz.oracles.tensor_map import encoding_problems
 
     try:
         device = compute_capability()
     except Exception:  # no device here (the oracle on a CPU, in the self-test): the Hopper this target is for
         device = (9, 0)
-    return "; ".join(what for _, what in encoding_problems(box_encoding(box), device))
+    return "; ".join(what for _, what in encoding_problems(encoding, device))
 
 
 def compare_refusals(expected: str | None, observed: str | None) -> Comparison:

@@ -1,51 +1,30 @@
 """Driver for TMA tiled copies on a Hopper GPU: tensor maps through cuda.bindings, the copy
 kernel (gpu/kernels/tma_copy.cu) through cuda.core, many cases per launch.
 
-``tensor_map_params`` and ``expected_window`` are pure and run anywhere; ``TmaRunner`` needs a
+``box_encoding`` and ``expected_window`` are pure and run anywhere; ``TmaRunner`` needs a
 CUDA device (and torch for device buffers).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from layoutfuzz.gpu.device import KernelRunner
-from layoutfuzz.oracles.tensor_map import TiledEncoding
+from layoutfuzz.oracles.tensor_map import DATA_TYPE_BYTES, TiledEncoding
 from layoutfuzz.oracles.tma import TiledBox
+from layoutfuzz.oracles.tma_copy import TensorCopy, reach_bytes
 from layoutfuzz.oracles.tma_windows import Placements
 
 FILL = 0xA5  # shared-memory bytes the copy does not write keep this value
 DTYPE_BY_BYTES = {1: 0, 2: 1, 4: 2, 8: 4}  # CU_TENSOR_MAP_DATA_TYPE_UINT8/16/32, UINT64 (value 4)
 
 
-@dataclass(frozen=True)
-class TensorMapParams:
-    """The arguments of ``cuTensorMapEncodeTiled`` for a box copied from coordinate 0."""
-
-    data_type: int
-    rank: int
-    global_dims: tuple[int, ...]
-    global_strides: tuple[int, ...]  # bytes, dims 1.. (rank - 1 values)
-    box_dims: tuple[int, ...]
-    element_strides: tuple[int, ...]
-    swizzle: int  # CUtensorMapSwizzle
-
-    @property
-    def global_bytes(self) -> int:
-        if self.rank == 1:
-            return self.global_dims[0] * _element_bytes(self.data_type)
-        return self.global_strides[-1] * self.global_dims[-1]
-
-
-def _element_bytes(data_type: int) -> int:
-    return {v: k for k, v in DTYPE_BY_BYTES.items()}[data_type]
-
-
-def tensor_map_params(box: TiledBox) -> TensorMapParams:
-    """A global tensor just large enough for the box, rows padded to 16 bytes (the driver's rule)."""
+def box_encoding(box: TiledBox, address: int = 0) -> TiledEncoding:
+    """The ``cuTensorMapEncodeTiled`` arguments of a global tensor just large enough for the box, read from coordinate 0:
+    rows padded to 16 bytes (the driver's rule)."""
     if box.element_bytes not in DTYPE_BY_BYTES or box.swizzle.spec.cuda is None:
         raise ValueError(f"no CUDA tensor map for {box.element_bytes}-byte elements in mode {box.swizzle.spec.name}")
     dims = tuple(box.box_dims)
@@ -53,19 +32,13 @@ def tensor_map_params(box: TiledBox) -> TensorMapParams:
     for d in dims[1:]:
         strides.append(pitch)
         pitch *= d
-    return TensorMapParams(DTYPE_BY_BYTES[box.element_bytes], len(dims), dims, tuple(strides), dims,
-                           tuple(box.element_strides), box.swizzle.spec.cuda)
+    return TiledEncoding(DTYPE_BY_BYTES[box.element_bytes], address, dims, tuple(strides), dims, tuple(box.element_strides),
+                         swizzle=box.swizzle.spec.cuda)
 
 
-def box_encoding(box: TiledBox, address: int = 0) -> TiledEncoding:
-    """The ``cuTensorMapEncodeTiled`` arguments of the box's tensor map (``tensor_map_params``), for the validity oracle."""
-    p = tensor_map_params(box)
-    return TiledEncoding(p.data_type, address, p.global_dims, p.global_strides, p.box_dims, p.element_strides, 0, p.swizzle)
-
-
-def global_bytes(params: TensorMapParams) -> np.ndarray:
+def global_bytes(encoding: TiledEncoding) -> np.ndarray:
     """The global tensor's bytes: a hash of each byte's offset, so misplaced data shows."""
-    return hashed_bytes(params.global_bytes)
+    return hashed_bytes(encoding.global_bytes)
 
 
 def hashed_bytes(size: int) -> np.ndarray:
@@ -85,17 +58,17 @@ _HASHED = np.empty(0, np.uint8)
 def source_words(boxes: list[TiledBox]) -> np.ndarray:
     """The global data every box of a batch reads (``hashed_bytes`` up to the largest tensor), as 8-byte words:
     what ``oracles.tma_windows`` places."""
-    size = max(tensor_map_params(box).global_bytes for box in boxes)
+    size = max(box_encoding(box).global_bytes for box in boxes)
     return hashed_bytes(-(-size // 8) * 8).view(np.uint64)
 
 
 def expected_window(box: TiledBox, window: int) -> np.ndarray:
     """The oracle's shared-memory window after the copy (``box.dst`` counted from its base)."""
-    params = tensor_map_params(box)
-    data = global_bytes(params)
+    encoding = box_encoding(box)
+    data = global_bytes(encoding)
     out = np.full(window, FILL, dtype=np.uint8)
     e = box.element_bytes
-    pitches = (e, *params.global_strides)
+    pitches = (e, *encoding.global_strides)
     for index in box.indices():
         src = sum(i * s * p for i, s, p in zip(index, box.element_strides, pitches))
         dst = box.address(index)
@@ -103,24 +76,47 @@ def expected_window(box: TiledBox, window: int) -> np.ndarray:
     return out
 
 
-def encode_tensor_map(params: TensorMapParams, address: int) -> np.ndarray:
-    """The 128-byte tensor map of ``params`` over global memory at ``address``, as 16 uint64 words."""
+def encode_tiled(e: TiledEncoding) -> tuple[int, np.ndarray]:
+    """``libcuda``'s ``cuTensorMapEncodeTiled`` of ``e``, called through ctypes: its CUresult and the 128-byte tensor
+    map as 16 uint64 words. Every array is a real pointer (an empty one too): cuda.bindings passes null for an empty
+    list, which the driver refuses (docs/findings.md), and costs about twice as much a call."""
+    import ctypes
+
+    from layoutfuzz.gpu.device import libcuda
+
+    storage = np.zeros(16 + 8, dtype=np.uint64)  # the tensor map, 64-byte aligned by hand
+    offset = (-storage.ctypes.data % 64) // 8
+    tensor_map = storage[offset:offset + 16]
+
+    def array(values: tuple[int, ...], dtype: Any) -> Any:
+        return np.array([*values, 0], dtype=dtype)  # one spare element: never a null pointer
+
+    dims, strides = array(e.global_dims, np.uint64), array(e.global_strides, np.uint64)
+    box, steps = array(e.box_dims, np.uint32), array(e.element_strides, np.uint32)
+    result = libcuda().cuTensorMapEncodeTiled(
+        ctypes.c_void_p(tensor_map.ctypes.data), ctypes.c_int(e.data_type), ctypes.c_uint32(e.rank), ctypes.c_void_p(e.global_address),
+        ctypes.c_void_p(dims.ctypes.data), ctypes.c_void_p(strides.ctypes.data), ctypes.c_void_p(box.ctypes.data),
+        ctypes.c_void_p(steps.ctypes.data), ctypes.c_int(e.interleave), ctypes.c_int(e.swizzle), ctypes.c_int(e.l2_promotion),
+        ctypes.c_int(e.oob_fill))
+    return int(result), tensor_map.copy()
+
+
+def result_name(result: int) -> str:
+    """A CUresult's name (``CUDA_ERROR_INVALID_VALUE``), as cuda.bindings spells it."""
     from cuda.bindings import driver
 
-    err, tmap = driver.cuTensorMapEncodeTiled(
-        driver.CUtensorMapDataType(params.data_type), params.rank, address,
-        [driver.cuuint64_t(d) for d in params.global_dims],
-        [driver.cuuint64_t(s) for s in params.global_strides],
-        [driver.cuuint32_t(b) for b in params.box_dims],
-        [driver.cuuint32_t(s) for s in params.element_strides],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle(params.swizzle),
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-    )
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled: {err.name}")
-    return np.array([int(w) for w in tmap.opaque], dtype=np.uint64)
+    try:
+        return driver.CUresult(result).name
+    except ValueError:
+        return f"CUresult {result}"
+
+
+def encode_tensor_map(e: TiledEncoding) -> np.ndarray:
+    """The 128-byte tensor map of ``e``, as 16 uint64 words; a refusal raises ``RuntimeError`` with the CUresult's name."""
+    result, words = encode_tiled(e)
+    if result:
+        raise RuntimeError(f"cuTensorMapEncodeTiled: {result_name(result)}")
+    return words
 
 
 def stored_pattern(size: int) -> np.ndarray:
@@ -135,15 +131,15 @@ class TmaStoreRunner(KernelRunner):
     def __init__(self) -> None:
         super().__init__("tma_copy.cu", "tma_store")
 
-    def store(self, params: TensorMapParams, coords: tuple[int, ...], fill: int) -> np.ndarray:
+    def store(self, encoding: TiledEncoding, coords: tuple[int, ...], fill: int) -> np.ndarray:
         """The global tensor's bytes (first filled with ``fill``) after storing the box at ``coords``
-        (innermost first)."""
+        (innermost first); ``encoding``'s address is replaced by the tensor's."""
         torch = self.torch
-        dst = torch.full((params.global_bytes,), fill, dtype=torch.uint8, device="cuda")
-        tmap = torch.from_numpy(encode_tensor_map(params, dst.data_ptr())).cuda()
-        box_bytes = int(np.prod(params.box_dims)) * _element_bytes(params.data_type)
+        dst = torch.full((encoding.global_bytes,), fill, dtype=torch.uint8, device="cuda")
+        tmap = torch.from_numpy(encode_tensor_map(replace(encoding, global_address=dst.data_ptr()))).cuda()
+        box_bytes = int(np.prod(encoding.box_dims)) * DATA_TYPE_BYTES[encoding.data_type]
         padded = [*coords, *[0] * (5 - len(coords))]
-        self.launch(1, box_bytes + 2048, tmap, np.int32(params.rank), *(np.int32(c) for c in padded), np.int32(box_bytes))
+        self.launch(1, box_bytes + 2048, tmap, np.int32(encoding.rank), *(np.int32(c) for c in padded), np.int32(box_bytes))
         return dst.cpu().numpy()
 
 
@@ -154,8 +150,8 @@ class TmaRunner(KernelRunner):
         super().__init__("tma_copy.cu", "tma_copy")
         self._source = None  # the device copy of hashed_bytes, kept between batches and grown by doubling
 
-    def encode(self, params: TensorMapParams, address: int) -> np.ndarray:
-        return encode_tensor_map(params, address)
+    def encode(self, encoding: TiledEncoding) -> np.ndarray:
+        return encode_tensor_map(encoding)
 
     def source(self, size: int):
         """A device buffer whose first ``size`` bytes are ``hashed_bytes(size)`` (a whole number of 8-byte words)."""
@@ -182,11 +178,11 @@ class TmaRunner(KernelRunner):
         torch = self.torch
         results: list[int | str] = [""] * len(boxes)
         maps, cases = [], []
-        params = [tensor_map_params(box) for box in boxes]
-        src = self.source(max(p.global_bytes for p in params))  # one buffer: every map reads its start
-        for i, (box, p) in enumerate(zip(boxes, params)):
+        src = self.source(max(box_encoding(box).global_bytes for box in boxes))  # one buffer: every map reads its start
+        for i, box in enumerate(boxes):
+            p = box_encoding(box, src.data_ptr())
             try:
-                maps.append(self.encode(p, src.data_ptr()))
+                maps.append(self.encode(p))
             except RuntimeError as exc:
                 results[i] = str(exc)
                 continue
@@ -237,3 +233,68 @@ def _torch():
     import torch
 
     return torch
+
+
+GUARD = 256  # bytes before and after each tensor of a ``TensorCopyRunner`` batch: a write there is past the tensor
+
+
+def copy_encoding(copy: TensorCopy, address: int = 0) -> TiledEncoding:
+    """The ``cuTensorMapEncodeTiled`` arguments of a copy's global tensor and box."""
+    box = copy.box
+    if box.element_bytes not in DTYPE_BY_BYTES or box.swizzle.spec.cuda is None:
+        raise ValueError(f"no CUDA tensor map for {box.element_bytes}-byte elements in mode {box.swizzle.spec.name}")
+    return TiledEncoding(DTYPE_BY_BYTES[box.element_bytes], address, copy.global_dims, copy.global_strides, box.box_dims,
+                         box.element_strides, swizzle=box.swizzle.spec.cuda)
+
+
+def region_bytes(copy: TensorCopy) -> int:
+    """A copy's share of a batch's global buffer: the guard zones and what a store may reach, in 256-byte units."""
+    return GUARD + -(-reach_bytes(copy) // GUARD) * GUARD + GUARD
+
+
+def initial_region(copy: TensorCopy) -> np.ndarray:
+    """A copy's region before the kernel: a load's holds data (``hashed_bytes``, guards included), a store's the fill."""
+    if copy.direction == "load":
+        return hashed_bytes(region_bytes(copy))
+    return np.full(region_bytes(copy), FILL, dtype=np.uint8)
+
+
+def shared_pattern(window: int) -> np.ndarray:
+    """The window a store's box is read from (the kernel writes it to shared memory first)."""
+    return hashed_bytes(window)[::-1].copy()  # not the loads' sequence: a store of load data would show
+
+
+class TensorCopyRunner(KernelRunner):
+    """Loads and stores over global tensors from any coordinates (``tma_tensor_copy``), a batch a launch: each case's
+    tensor has guard zones around it in one buffer, and the windows and the buffer come back to the host."""
+
+    def __init__(self) -> None:
+        super().__init__("tma_copy.cu", "tma_tensor_copy")
+
+    def run(self, copies: list[TensorCopy], window: int) -> list[tuple[np.ndarray, np.ndarray] | str]:
+        """Each copy's (window, region) after the launch, or the CUDA error that refused its tensor map."""
+        torch = self.torch
+        sizes = [region_bytes(c) for c in copies]
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        buffer = torch.from_numpy(np.concatenate([initial_region(c) for c in copies])).cuda()
+        results: list[tuple[np.ndarray, np.ndarray] | str] = [""] * len(copies)
+        maps, rows, table = [], [], []
+        for i, copy in enumerate(copies):
+            try:
+                maps.append(encode_tensor_map(copy_encoding(copy, buffer.data_ptr() + int(starts[i]) + GUARD)))
+            except RuntimeError as exc:
+                results[i] = str(exc)
+                continue
+            rows.append(i)
+            coords = [*copy.coords, *(0,) * (5 - len(copy.coords))]
+            table.append((int(copy.direction == "store"), len(copy.coords), copy.box.dst, copy.box.size_bytes, *coords))
+        if not rows:
+            return results
+        out = torch.empty((len(rows), window), dtype=torch.uint8, device="cuda")
+        pattern = torch.from_numpy(shared_pattern(window)).cuda()
+        self.launch(len(rows), window + 1024, torch.from_numpy(np.stack(maps)).cuda(), torch.tensor(table, dtype=torch.int32).cuda(),
+                    pattern, out, np.int32(window), np.uint8(FILL))
+        windows, regions = self.host(out), self.host(buffer)
+        for r, i in enumerate(rows):
+            results[i] = (windows[r], regions[starts[i]:starts[i + 1]])
+        return results

@@ -75,43 +75,12 @@ def encode(p: Mapping[str, Any]) -> str:
 
 
 def encode_raw(p: Mapping[str, Any]) -> str:
-    """``encode`` one layer down: ``libcuda``'s ``cuTensorMapEncodeTiled`` called through ctypes, every array a real
-    pointer (an empty one too), so that an answer of the bindings can be told from the driver's."""
-    import ctypes
+    """``encode`` one layer down: ``libcuda``'s ``cuTensorMapEncodeTiled`` called through ctypes (``gpu.tma.encode_tiled``),
+    so that an answer of the bindings can be told from the driver's."""
+    from layoutfuzz.gpu.tma import encode_tiled, result_name
 
-    import numpy as np
-
-    e = encoding_of(p, _buffer())
-    lib = _libcuda()
-    storage = np.zeros(16 + 8, dtype=np.uint64)  # the 128-byte tensor map, 64-byte aligned by hand
-    offset = (-storage.ctypes.data % 64) // 8
-    tensor_map = storage[offset:offset + 16]
-
-    def array(values: tuple[int, ...], dtype: Any) -> Any:
-        return np.array([*values, 0], dtype=dtype)  # one spare element: never a null pointer
-
-    dims, strides = array(e.global_dims, np.uint64), array(e.global_strides, np.uint64)
-    box, steps = array(e.box_dims, np.uint32), array(e.element_strides, np.uint32)
-    result = lib.cuTensorMapEncodeTiled(
-        ctypes.c_void_p(tensor_map.ctypes.data), ctypes.c_int(e.data_type), ctypes.c_uint32(e.rank), ctypes.c_void_p(e.global_address),
-        ctypes.c_void_p(dims.ctypes.data), ctypes.c_void_p(strides.ctypes.data), ctypes.c_void_p(box.ctypes.data),
-        ctypes.c_void_p(steps.ctypes.data), ctypes.c_int(e.interleave), ctypes.c_int(e.swizzle), ctypes.c_int(e.l2_promotion),
-        ctypes.c_int(e.oob_fill))
-    if result == 0:
-        return ""
-    from cuda.bindings import driver
-
-    try:
-        return driver.CUresult(result).name
-    except ValueError:
-        return f"CUresult {result}"
-
-
-@cache
-def _libcuda() -> Any:
-    import ctypes
-
-    return ctypes.CDLL("libcuda.so.1")
+    result, _ = encode_tiled(encoding_of(p, _buffer()))
+    return result_name(result) if result else ""
 
 
 class TmaEncode(GpuTarget):

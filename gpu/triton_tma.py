@@ -57,7 +57,8 @@ def raw_store_past_bound(p: Mapping[str, Any]) -> bool | None:
     """Whether the raw TMA store (no Triton) of the block's box that reaches the innermost bound
     writes past that bound; None where no box reaches an unaligned bound, or a coordinate is
     negative (a store there traps: a finding of its own)."""
-    from layoutfuzz.gpu.tma import DTYPE_BY_BYTES, TensorMapParams
+    from layoutfuzz.gpu.tma import DTYPE_BY_BYTES
+    from layoutfuzz.oracles.tensor_map import TiledEncoding
 
     e = p["elem_bits"] // 8
     shape, coord, pitch = p["global_shape"], p["coord"], padded_shape(p)
@@ -72,8 +73,8 @@ def raw_store_past_bound(p: Mapping[str, Any]) -> bool | None:
     for d in reversed(shape[:-1]):
         strides.append(stride)
         stride *= d
-    params = TensorMapParams(DTYPE_BY_BYTES[e], len(shape), tuple(reversed(shape)), tuple(strides), tuple(box.box_dims),
-                             tuple(box.element_strides), box.swizzle.spec.cuda)
+    params = TiledEncoding(DTYPE_BY_BYTES[e], 0, tuple(reversed(shape)), tuple(strides), tuple(box.box_dims),
+                           tuple(box.element_strides), swizzle=box.swizzle.spec.cuda)
     out = _store_runner().store(params, (coord[-1] + column, *reversed(coord[:-1])), SENTINEL).view(f"<u{e}")
     past = out.reshape(-1, pitch[-1])[:, shape[-1]:]
     return bool((past != int.from_bytes(bytes([SENTINEL]) * e, "little")).any())

@@ -18,6 +18,7 @@ BUILTIN: dict[str, str] = {
     "triton.compile": "layoutfuzz.harness.targets.triton_compile:TritonCompile",
     "tma.swizzle": "layoutfuzz.gpu.targets:TmaSwizzle",
     "tma.encode": "layoutfuzz.gpu.tma_encode:TmaEncode",
+    "tma.copy": "layoutfuzz.gpu.tma_copy:TmaCopy",
     "wgmma.descriptor": "layoutfuzz.gpu.targets:WgmmaDescriptor",
     "triton.convert_layout": "layoutfuzz.gpu.triton_targets:TritonConvertLayout",
     "triton.convert_layout_shuffle": "layoutfuzz.gpu.triton_targets:TritonConvertLayoutShuffle",

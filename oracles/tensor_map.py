@@ -43,6 +43,13 @@ class TiledEncoding:
     def rank(self) -> int:
         return len(self.global_dims)
 
+    @property
+    def global_bytes(self) -> int:
+        """Bytes from the global address to the tensor's end: the outermost stride times its dim (a row, at rank 1)."""
+        if self.rank == 1:
+            return self.global_dims[0] * DATA_TYPE_BYTES[self.data_type]
+        return self.global_strides[-1] * self.global_dims[-1]
+
 
 def encoding_problems(e: TiledEncoding, compute_capability: tuple[int, int]) -> list[tuple[str, str]]:
     """The requirements ``e`` breaks on a device of ``compute_capability``, each as (rule, what): empty, the driver

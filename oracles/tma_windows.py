@@ -6,7 +6,7 @@ memory, and no mode's XOR reaches below bit 3 (the 8-byte flip of 128B/32B+8B is
 its granules: granule ``j`` of row ``r`` comes from global byte ``src(r) + 8 j`` and lands at shared
 byte ``swizzle(dstMem + row_bytes * r + 8 j)``, where ``r`` counts the outer indices innermost first
 (``TiledBox.dense_offset``) and ``src(r)`` adds each outer index times its element stride and global pitch
-(``gpu.tma.tensor_map_params``: rows padded to 16 bytes). Every step is an integer array operation over all
+(``gpu.tma.box_encoding``: rows padded to 16 bytes). Every step is an integer array operation over all
 granules of all boxes; the swizzle is the modes' XOR terms, ``(x & (mask << (M+S))) >> S`` each.
 """
 

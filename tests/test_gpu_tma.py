@@ -8,28 +8,28 @@ import pytest
 from layoutfuzz.generators.source import RandomSource
 from layoutfuzz.generators.tma import MAX_BOX_BYTES, MAX_DST_OFFSET, device_box
 from layoutfuzz.gpu.targets import WINDOW, TmaSwizzle, compare_windows
-from layoutfuzz.gpu.tma import FILL, expected_window, global_bytes, tensor_map_params
+from layoutfuzz.gpu.tma import FILL, box_encoding, expected_window, global_bytes
 from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 
 
-def test_tensor_map_params_follow_the_driver_rules():
+def test_box_encodings_follow_the_driver_rules():
     for i in range(300):
         box = device_box(RandomSource(f"p/{i}"))
-        params = tensor_map_params(box)
+        params = box_encoding(box)
         assert params.swizzle == box.swizzle.spec.cuda and params.rank == len(box.box_dims)
         assert all(s % 16 == 0 for s in params.global_strides)  # global strides: multiples of 16 bytes
         assert list(params.global_strides) == sorted(params.global_strides)
         assert all(1 <= b <= 256 for b in params.box_dims) and all(1 <= s <= 8 for s in params.element_strides)
         assert box.footprint_bytes <= MAX_BOX_BYTES and box.dst % 128 == 0 and box.dst < MAX_DST_OFFSET
         assert box.dst + box.footprint_bytes <= WINDOW
-    assert tensor_map_params(TiledBox((8,), 2, (1,), SwizzleMode.B128_ATOM_64B, 0)).swizzle == 6
+    assert box_encoding(TiledBox((8,), 2, (1,), SwizzleMode.B128_ATOM_64B, 0)).swizzle == 6
     with pytest.raises(ValueError):
-        tensor_map_params(TiledBox((6,), 16, (1,), SwizzleMode.B96, 0))  # no CUDA value for 96B
+        box_encoding(TiledBox((6,), 16, (1,), SwizzleMode.B96, 0))  # no CUDA value for 96B
 
 
 def test_expected_window_of_an_unswizzled_box_is_the_global_rows():
     box = TiledBox((32, 3), 2, (1, 1), SwizzleMode.NONE, 256)
-    params = tensor_map_params(box)
+    params = box_encoding(box)
     window = expected_window(box, 1024)
     data = global_bytes(params)
     assert params.global_strides == (64,)
@@ -40,7 +40,7 @@ def test_expected_window_of_an_unswizzled_box_is_the_global_rows():
 def test_expected_window_of_a_128b_box_follows_the_table():
     box = TiledBox((64, 8), 2, (1, 1), SwizzleMode.B128, 128)  # starts on line 1: base offset 1
     window = expected_window(box, 2048)
-    data = global_bytes(tensor_map_params(box))
+    data = global_bytes(box_encoding(box))
     for row in range(8):
         for cell in range(8):
             phase = (1 + row) % 8
@@ -131,9 +131,10 @@ def test_raw_copy_from_a_misaligned_inner_coordinate_traps():
 
 
 def _store_params(inner: int, row_stride_elems: int, rows: int, box: tuple[int, int]):
-    from layoutfuzz.gpu.tma import DTYPE_BY_BYTES, TensorMapParams
+    from layoutfuzz.gpu.tma import DTYPE_BY_BYTES
+    from layoutfuzz.oracles.tensor_map import TiledEncoding
 
-    return TensorMapParams(DTYPE_BY_BYTES[4], 2, (inner, rows), (row_stride_elems * 4,), box, (1, 1), 0)
+    return TiledEncoding(DTYPE_BY_BYTES[4], 0, (inner, rows), (row_stride_elems * 4,), box, (1, 1))
 
 
 @pytest.mark.gpu
@@ -160,8 +161,9 @@ def test_raw_store_at_a_negative_coordinate_traps():
     from pathlib import Path
 
     script = (
-        "from layoutfuzz.gpu.tma import DTYPE_BY_BYTES, TensorMapParams, TmaStoreRunner\n"
-        "p = TensorMapParams(DTYPE_BY_BYTES[4], 2, (16, 4), (64,), (8, 1), (1, 1), 0)\n"
+        "from layoutfuzz.gpu.tma import DTYPE_BY_BYTES, TmaStoreRunner\n"
+        "from layoutfuzz.oracles.tensor_map import TiledEncoding\n"
+        "p = TiledEncoding(DTYPE_BY_BYTES[4], 0, (16, 4), (64,), (8, 1), (1, 1))\n"
         "TmaStoreRunner().store(p, (-4, 0), 0x5A)\n"
         "print('no trap')\n"
     )

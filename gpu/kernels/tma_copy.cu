@@ -114,3 +114,105 @@ extern "C" __global__ void tma_store(const unsigned long long* __restrict__ tens
   }
   __syncthreads();
 }
+
+// Tiled copies over a global tensor from any start coordinates, both directions, one case per block. A load fills
+// the window with the fill value, copies the box to dstMem and dumps the window; a store fills the window with
+// `pattern` (the bytes the box is read from), stores the box from dstMem at the coordinates, waits for the writes,
+// and dumps the window too (a store must leave it as it was). What lands in global memory, and where, is the
+// hardware's answer: the guard zones around each tensor show a write past it.
+struct TmaTensorCase {
+  int store;       // 0: load (global to shared), 1: store (shared to global)
+  int rank;        // 1..5
+  int dst_offset;  // bytes from the 1024-aligned window base (a multiple of 128)
+  int tx_bytes;    // bytes a load delivers (the mbarrier's transaction count: the whole box, fills included)
+  int coord[5];    // the box's start, innermost first
+};
+
+extern "C" __global__ void tma_tensor_copy(const unsigned long long* __restrict__ tensor_maps,  // 16 words per case
+                                           const TmaTensorCase* __restrict__ cases, const unsigned char* __restrict__ pattern,
+                                           unsigned char* __restrict__ out, int window, unsigned char fill) {
+  extern __shared__ unsigned char raw[];
+  __shared__ __align__(8) unsigned long long barrier;
+  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw) + 1023ull) & ~1023ull);
+  const TmaTensorCase c = cases[blockIdx.x];
+  const unsigned long long* tmap = tensor_maps + 16ull * blockIdx.x;
+
+  const unsigned f4 = 0x01010101u * fill;
+  const uint4 fill16 = make_uint4(f4, f4, f4, f4);
+  for (int i = threadIdx.x; i < window / 16; i += blockDim.x)
+    reinterpret_cast<uint4*>(base)[i] = c.store ? reinterpret_cast<const uint4*>(pattern)[i] : fill16;
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&barrier)));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the window's bytes before the copy engine's access
+  __syncthreads();
+
+  const unsigned smem = smem_u32(base + c.dst_offset);
+  const unsigned bar = smem_u32(&barrier);
+  const int x0 = c.coord[0], x1 = c.coord[1], x2 = c.coord[2], x3 = c.coord[3], x4 = c.coord[4];
+  if (threadIdx.x == 0) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tmap) : "memory");
+    if (c.store) {
+      switch (c.rank) {
+        case 1:
+          asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];"
+                       ::"l"(tmap), "r"(smem), "r"(x0) : "memory");
+          break;
+        case 2:
+          asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                       ::"l"(tmap), "r"(smem), "r"(x0), "r"(x1) : "memory");
+          break;
+        case 3:
+          asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];"
+                       ::"l"(tmap), "r"(smem), "r"(x0), "r"(x1), "r"(x2) : "memory");
+          break;
+        case 4:
+          asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+                       ::"l"(tmap), "r"(smem), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
+          break;
+        default:
+          asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+                       ::"l"(tmap), "r"(smem), "r"(x0), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+          break;
+      }
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    } else {
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(c.tx_bytes) : "memory");
+      switch (c.rank) {
+        case 1:
+          asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];"
+                       ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0) : "memory");
+          break;
+        case 2:
+          asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+                       ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1) : "memory");
+          break;
+        case 3:
+          asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
+                       ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2) : "memory");
+          break;
+        case 4:
+          asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
+                       ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
+          break;
+        default:
+          asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+                       ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+          break;
+      }
+    }
+  }
+  if (!c.store) {
+    unsigned done = 0;
+    while (!done) {
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+          : "=r"(done) : "r"(bar) : "memory");
+    }
+  }
+  __syncthreads();
+  uint4* dump = reinterpret_cast<uint4*>(out + static_cast<unsigned long long>(blockIdx.x) * window);
+  for (int i = threadIdx.x; i < window / 16; i += blockDim.x) dump[i] = reinterpret_cast<const uint4*>(base)[i];
+}

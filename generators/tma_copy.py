@@ -1,0 +1,77 @@
+"""Samplers of TMA tiled copies over a global tensor: loads and stores whose box lies inside the tensor, crosses its
+bounds (the innermost bound inside a 16-byte granule or on one, outer rows cut off), lies wholly past them, or (loads
+only) starts before them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.tma import device_box
+from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
+
+# the sm_100 atomicity sub-modes, which an H100's driver refuses, drawn one time in five (the refusal is checked)
+MODES = (*(SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64, SwizzleMode.B128) * 3,
+         SwizzleMode.B128_ATOM_32B, SwizzleMode.B128_ATOM_32B_FLIP_8B, SwizzleMode.B128_ATOM_64B)
+PLACES = ("inside", "cut", "past", "before")  # where a dimension's bound falls against the box
+MAX_TENSOR_BYTES = 256 * 1024  # a case's global tensor, guard zones aside
+
+
+def tensor_copy(source: Source) -> dict[str, Any]:
+    """A copy's params: ``direction``, the box (as ``tma.swizzle``'s), ``global_dims``, ``global_strides`` (bytes),
+    ``coords`` and the ``places`` each dimension's bound was drawn at. Stores never start before a bound (a store at a
+    negative coordinate traps the device: ``oracles.tma_copy``)."""
+    direction = source.choice(("load", "store"))
+    box = device_box(source, MODES)
+    if source.integer(0, 7) == 0:  # rank 1: the inner row alone
+        box = TiledBox(box.box_dims[:1], box.element_bytes, (1,), box.swizzle, box.dst)
+    e = box.element_bytes
+    granule = 16 // e  # elements of a 16-byte granule: dim 0's start is a whole number of them
+    dims, coords, places = [], [], []
+    for k, (b, t) in enumerate(zip(box.box_dims, box.element_strides)):
+        extent = (-(-b // t) - 1) * t + 1  # coordinates the box spans in this dimension
+        place = source.choice(("inside",) * 3 + ("cut",) * 3 + ("past", "before") if k == 0 else
+                              ("inside",) * 6 + ("cut", "cut", "past", "before"))
+        if place == "before" and direction == "store":
+            place = "inside"
+        if place == "cut" and extent == 1:
+            place = "inside"
+        step = granule if k == 0 else 1
+        if place == "before":
+            start = -step * source.integer(1, max(1, -(-extent // step)))
+            dim = source.integer(1, extent + start + 4) if extent + start > 0 else source.integer(1, 8)
+        else:
+            start = step * source.choice((0, 0, 0, 1, 2, 3)) if place != "past" else step * source.integer(1, 4)
+            if place == "inside":
+                dim = start + extent + source.choice((0, 0, 1, 2, 7))
+            elif place == "cut":
+                dim = start + source.integer(1, extent - 1)
+            else:
+                dim = source.integer(1, start)
+        dims.append(dim)
+        coords.append(start)
+        places.append(place)
+    paddings = [16 * source.choice((0, 0, 0, 1, 2)) for _ in dims[1:]]
+    while _tensor_bytes(dims, e, paddings) > MAX_TENSOR_BYTES:  # the outermost dims shrink first
+        k = max(i for i in range(1, len(dims)) if dims[i] > 1)
+        dims[k] = max(1, dims[k] // 2)
+        places[k] = "cut" if coords[k] < dims[k] else "past"
+    return {"direction": direction, "box_dims": list(box.box_dims), "element_bytes": e,
+            "element_strides": list(box.element_strides), "swizzle": box.swizzle.name, "dst": box.dst,
+            "global_dims": dims, "global_strides": strides(dims, e, paddings), "coords": coords, "places": places}
+
+
+def strides(dims: list[int], element_bytes: int, paddings: list[int]) -> list[int]:
+    """Global strides in bytes: rows rounded up to 16 bytes, each dimension then padded by ``paddings``."""
+    out, pitch = [], -(-dims[0] * element_bytes // 16) * 16
+    for d, pad in zip(dims[1:], paddings):
+        pitch += pad
+        out.append(pitch)
+        pitch *= d
+    return out
+
+
+def _tensor_bytes(dims: list[int], element_bytes: int, paddings: list[int]) -> int:
+    if len(dims) == 1:
+        return dims[0] * element_bytes
+    return strides(dims, element_bytes, paddings)[-1] * dims[-1]

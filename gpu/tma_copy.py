@@ -1,0 +1,253 @@
+"""``tma.copy``: TMA tiled loads and stores over a global tensor from any start coordinates, against ``oracles.tma_copy``.
+
+Where ``tma.swizzle`` checks where a box lands in shared memory (from coordinate 0 of a tensor the box's size), this
+target checks the global side: bounds cut by the box in every dimension, the zero fill of loads, which bytes a store
+writes past the innermost bound, outer rows out of bounds, start coordinates before (loads) and past the bounds, padded
+strides. Every tensor has guard zones around it, and a store's shared-memory window and a load's tensor must come
+through unchanged, so a byte written anywhere it should not be is a wrong result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.shrink import replaced
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Space
+from layoutfuzz.generators.tma_copy import MAX_TENSOR_BYTES, strides, tensor_copy
+from layoutfuzz.gpu.targets import (
+    WINDOW,
+    GpuTarget,
+    TmaSwizzle,
+    box_from_params,
+    compare_refusals,
+    hardware_attribution,
+    refusal,
+    validate_box,
+)
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.target import Attribution
+from layoutfuzz.oracles.tma_copy import GRANULE, TensorCopy, loaded_window, moves, stored_tensor
+
+
+def copy_from_params(p: Mapping[str, Any]) -> TensorCopy:
+    return TensorCopy(box_from_params(p), tuple(p["global_dims"]), tuple(p["global_strides"]), tuple(p["coords"]), p["direction"])
+
+
+@cache
+def _runner():
+    from layoutfuzz.gpu.tma import TensorCopyRunner
+
+    return TensorCopyRunner()
+
+
+@dataclass(frozen=True, eq=False)
+class CopyResult:
+    """A copy's shared-memory window and its region of global memory (guard, tensor, guard) after the kernel."""
+
+    window: np.ndarray
+    region: np.ndarray
+
+    def __json__(self) -> dict[str, str]:
+        return {"window": self.window.tobytes().hex(), "region": self.region.tobytes().hex()}
+
+
+def expected_result(copy: TensorCopy) -> CopyResult:
+    """The oracle's window and region: a load's window from the tensor (its region unchanged), a store's tensor from
+    the window (its window unchanged)."""
+    from layoutfuzz.gpu.tma import FILL, GUARD, initial_region, shared_pattern
+
+    region = initial_region(copy).copy()
+    if copy.direction == "load":
+        tensor = region[GUARD:GUARD + copy.global_bytes]
+        return CopyResult(loaded_window(copy, tensor, WINDOW, FILL), region)
+    pattern = shared_pattern(WINDOW)
+    end = len(region) - GUARD
+    region[GUARD:end] = stored_tensor(copy, pattern, region[GUARD:end])
+    return CopyResult(pattern, region)
+
+
+def byte_roles(copy: TensorCopy, region_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """What each byte is to the oracle, for naming a difference: in the window 0 untouched, 1 an element inside the
+    tensor, 2 one outside it; in the region 0 a guard zone, 1 tensor bytes nothing writes, 2 an element written inside
+    the bounds, 3 one written past the innermost bound (the granule rule)."""
+    from layoutfuzz.gpu.tma import GUARD
+
+    m, e = moves(copy), copy.box.element_bytes
+    window = np.zeros(WINDOW, dtype=np.int8)
+    spread = np.arange(e)
+    window[(m.shared[:, None] + spread).ravel()] = np.repeat(np.where(m.inside, 1, 2), e)
+    region = np.zeros(region_size, dtype=np.int8)
+    region[GUARD:GUARD + copy.global_bytes] = 1
+    if copy.direction == "store":
+        region[(GUARD + m.global_offset[m.stored][:, None] + spread).ravel()] = np.repeat(np.where(m.inside[m.stored], 2, 3), e)
+    return window, region
+
+
+WINDOW_KINDS = {0: "wrote outside the box in shared memory", 1: "wrong data in the box", 2: "out-of-bound fill differs"}
+REGION_KINDS = {0: "wrote past the tensor (guard zone)", 1: "wrote where nothing belongs", 2: "in-bound element wrong",
+                3: "granule past the innermost bound differs"}
+
+
+def compare_copy(copy: TensorCopy, expected: CopyResult, observed: CopyResult) -> Comparison:
+    """Window and region byte for byte; the signature names, in TMA's terms, which roles of bytes differ."""
+    bad_window = np.flatnonzero(expected.window != observed.window)
+    bad_region = np.flatnonzero(expected.region != observed.region)
+    if not bad_window.size and not bad_region.size:
+        return Comparison(True)
+    window_roles, region_roles = byte_roles(copy, expected.region.size)
+    kinds = {WINDOW_KINDS[int(r)] for r in np.unique(window_roles[bad_window])}
+    if copy.direction == "load" and bad_region.size:
+        kinds.add("a load wrote global memory")
+    else:
+        kinds |= {REGION_KINDS[int(r)] for r in np.unique(region_roles[bad_region])}
+    lines = tuple(
+        [f"window byte {b:#07x}: expected {expected.window[b]:#04x} got {observed.window[b]:#04x}" for b in bad_window[:4]]
+        + [f"region byte {b:#07x}: expected {expected.region[b]:#04x} got {observed.region[b]:#04x}" for b in bad_region[:4]])
+    return Comparison(False, int(bad_window.size + bad_region.size), lines, f"{copy.direction}: {', '.join(sorted(kinds))}",
+                      f"{bad_window.size} window bytes and {bad_region.size} global bytes differ ({', '.join(sorted(kinds))})")
+
+
+class TmaCopy(GpuTarget):
+    name = "tma.copy"
+    layer = "the TMA unit (raw cp.async.bulk.tensor both directions, no compiler in between)"
+    description = "TMA tiled loads and stores over a global tensor at any start coordinates vs the PTX 5.5.3 bounds rules"
+    requires = ("cuda device sm_90", "cuda.core", "cuda.bindings", "torch")
+    max_batch = 1024  # copies per launch (a tensor of up to 256 KiB each)
+    batch_seconds = 0.5
+
+    def attribute(self, outcome: str, signature: str) -> Attribution | None:
+        return hardware_attribution(self, outcome)
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        return tensor_copy(source)
+
+    def validate(self, case: Case) -> None:
+        """The box as ``tma.swizzle`` checks it, a tensor of up to 256 KiB whose dims and coordinates fit the box's rank,
+        dim 0 starting on a 16-byte granule, and no store before a bound (it traps the device)."""
+        p = case.params
+        validate_box(p, lowest_rank=1)
+        try:
+            copy = copy_from_params(p)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a TMA copy: {exc}") from None
+        if copy.global_bytes > MAX_TENSOR_BYTES or any(d > 1 << 20 for d in copy.global_dims):
+            raise ValueError(f"the tensor takes {copy.global_bytes} bytes, more than {MAX_TENSOR_BYTES}")
+        if any(pad < 0 for pad in _paddings(copy)):
+            raise ValueError("each global stride holds the dimension below it (a row rounded up to 16 bytes)")
+        if copy.direction == "store" and min(copy.coords) < 0:
+            raise ValueError("a store at a negative coordinate traps the device (docs/findings.md): not run")
+        if any(abs(c) > 1 << 16 for c in copy.coords):
+            raise ValueError("coordinates within +-65536")
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """The box's simplifications (``tma.swizzle``'s) with the tensor kept around it, coordinates towards 0, dims
+        towards the box, padding dropped."""
+        p = case.params
+        e = p["element_bytes"]
+        rank = len(p["box_dims"])
+        for i in range(rank - 1, 0, -1):  # an outer dim dropped, with its tensor dim and coordinate
+            dropped = {key: p[key][:i] + p[key][i + 1:] for key in ("box_dims", "element_strides", "global_dims", "coords", "places")}
+            yield replaced(p, **dropped, global_strides=strides(dropped["global_dims"], e, [0] * (rank - 2)))
+        for c in TmaSwizzle().shrink(case):  # the box's other simplifications, the tensor kept
+            if len(c["box_dims"]) == rank:
+                yield c
+        for i, c in enumerate(p["coords"]):
+            if c:
+                step = 16 // e if i == 0 else 1
+                yield replaced(p, coords=p["coords"][:i] + [c // 2 // step * step] + p["coords"][i + 1:])
+        plain = strides(p["global_dims"], e, [0] * (len(p["global_dims"]) - 1))
+        if plain != p["global_strides"]:
+            yield replaced(p, global_strides=plain)
+        for i, d in enumerate(p["global_dims"]):
+            if d > 1:
+                dims = p["global_dims"][:i] + [d - 1] + p["global_dims"][i + 1:]
+                yield replaced(p, global_dims=dims, global_strides=strides(dims, e, _paddings(copy_from_params(p))))
+
+    def family(self, case: Case) -> str:
+        p = case.params
+        return f"{p.get('direction', '?')}:{p.get('swizzle', '?')}:{(p.get('places') or ['?'])[0]}"
+
+    def parameter_space(self) -> Space:
+        from layoutfuzz.gpu.spaces import tma_copy_space
+
+        return tma_copy_space()
+
+    def expected(self, case: Case) -> Any:
+        copy = copy_from_params(case.params)
+        refused = _refusal(copy)
+        return {"refused": refused} if refused else expected_result(copy).__json__()
+
+    def observed(self, case: Case) -> Any:
+        (result,) = self.on_device(lambda: _runner().run([copy_from_params(case.params)], WINDOW))
+        return {"refused": result} if isinstance(result, str) else CopyResult(*result).__json__()
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        if "refused" in expected or "refused" in observed:
+            return compare_refusals(expected.get("refused"), observed.get("refused"))
+
+        def result(d: Mapping[str, str]) -> CopyResult:
+            return CopyResult(np.frombuffer(bytes.fromhex(d["window"]), np.uint8), np.frombuffer(bytes.fromhex(d["region"]), np.uint8))
+
+        return compare_copy(copy_from_params(case.params), result(expected), result(observed))
+
+    # ---- a batch a launch: the oracle's arrays made and compared in the worker, hex only for reports ------------
+
+    def expected_batch(self, cases: Sequence[Case]) -> list[Any]:
+        return [_Expected(copy, _refusal(copy)) for copy in (copy_from_params(c.params) for c in cases)]
+
+    def observed_batch(self, cases: Sequence[Case]) -> list[Any]:
+        results = self.on_device(lambda: _runner().run([copy_from_params(c.params) for c in cases], WINDOW))
+        return [_Refusal(r) if isinstance(r, str) else CopyResult(*r) for r in results]
+
+    def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> list[Comparison]:
+        verdicts = []
+        for e, o in zip(expected, observed):
+            if e.refused or isinstance(o, _Refusal):
+                verdicts.append(compare_refusals(e.refused, o.refused if isinstance(o, _Refusal) else None))
+            else:
+                verdicts.append(compare_copy(e.copy, e.result, o))
+        return verdicts
+
+
+def _paddings(copy: TensorCopy) -> list[int]:
+    """The padding of each outer dimension's stride (what ``generators.tma_copy.strides`` adds)."""
+    e = copy.box.element_bytes
+    out, pitch = [], -(-copy.global_dims[0] * e // GRANULE) * GRANULE
+    for d, s in zip(copy.global_dims[1:], copy.global_strides):
+        out.append(s - pitch)
+        pitch = s * d
+    return out
+
+
+def _refusal(copy: TensorCopy) -> str:
+    from layoutfuzz.gpu.tma import copy_encoding
+
+    return refusal(copy_encoding(copy))
+
+
+@dataclass(frozen=True, eq=False)
+class _Expected:
+    copy: TensorCopy
+    refused: str = ""
+
+    @property
+    def result(self) -> CopyResult:
+        return expected_result(self.copy)
+
+    def __json__(self) -> dict[str, str]:
+        return {"refused": self.refused} if self.refused else self.result.__json__()
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    refused: str
+
+    def __json__(self) -> dict[str, str]:
+        return {"refused": self.refused}

@@ -1,0 +1,137 @@
+"""TMA tiled copies over a global tensor, both directions, from any start coordinates: which global bytes each
+element of the box moves to or from, and what happens where the box leaves the tensor.
+
+The shared-memory side is ``oracles.tma.TiledBox`` (PTX ISA 5.5.7, seed 004: element ``idx`` sits at
+``swizzle(dstMem + dense_offset(idx))``). The global side follows PTX ISA 5.5.3 (tiled mode), with the store rules
+the text does not state written out as *observed*, each with its evidence:
+
+- 5.5.3.1 Bounding Box: "The tensor-coordinates ... specify the starting offset of the bounding box."
+- 5.5.3.2 Traversal-Stride: "the traversal stride specifies the exact number of elements to be skipped": element
+  ``idx`` of the box is at coordinate ``c + idx * elementStride`` in every dimension.
+- 5.5.3.3 Out of Boundary Access, *loads*: "Elements in the Bounding Box which fall outside of the tensor boundary are
+  set to 0" (zero fill, the mode of the integer types), below the start of a dimension as past its end.
+- 5.5.3.3 read for *stores*: an element outside the tensor is not written (the text names only the fills of loads).
+- *observed, stores* (``docs/findings.md``, H100, raw store through cuda.core): along dimension 0 the TMA unit writes
+  whole 16-byte granules: the granule that holds the innermost bound is written whole, the box's elements past the
+  bound included, and nothing past that granule.
+- *observed, stores*: a store whose box starts at a negative coordinate traps the device (``CUDA_ERROR_ILLEGAL_INSTRUCTION``,
+  ``tests/test_gpu_tma.py``); it is not modelled (a trap ends the CUDA context) and not drawn.
+
+A box's start in dimension 0 is a whole number of 16-byte granules (5.5.3.1: "The address of the bounding Box must
+also be aligned to 16 bytes"), and every row of the tensor starts at a multiple of 16 bytes (the driver's stride rule),
+so the box's granules along dimension 0 are the tensor's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from layoutfuzz.oracles.linear_layout import LayoutError
+from layoutfuzz.oracles.tma import TiledBox
+
+GRANULE = 16  # bytes a store writes along dimension 0 at once (observed)
+DIRECTIONS = ("load", "store")
+
+
+@dataclass(frozen=True)
+class TensorCopy:
+    """One tiled copy between a global tensor and the shared-memory box, in ``direction`` ("load": global to shared)."""
+
+    box: TiledBox
+    global_dims: tuple[int, ...]  # elements, innermost first
+    global_strides: tuple[int, ...]  # bytes between neighbours of dims 1.. (rank - 1 values)
+    coords: tuple[int, ...]  # the box's start, innermost first
+    direction: str = "load"
+
+    def __post_init__(self) -> None:
+        for name in ("global_dims", "global_strides", "coords"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        rank = len(self.box.box_dims)
+        if len(self.global_dims) != rank or len(self.coords) != rank or len(self.global_strides) != rank - 1:
+            raise LayoutError(f"a rank-{rank} box needs {rank} dims and coordinates and {rank - 1} strides")
+        if self.direction not in DIRECTIONS:
+            raise LayoutError(f"direction {self.direction!r} is not one of {DIRECTIONS}")
+        if any(d < 1 for d in self.global_dims) or any(s % 16 for s in self.global_strides):
+            raise LayoutError("global dims are positive and global strides multiples of 16 bytes")
+        if self.coords[0] * self.box.element_bytes % 16:
+            raise LayoutError(f"the box's start in dim 0 ({self.coords[0]}) is not a whole number of 16-byte granules")
+
+    @property
+    def pitches(self) -> tuple[int, ...]:
+        """Global bytes between neighbours of each dimension."""
+        return (self.box.element_bytes, *self.global_strides)
+
+    @property
+    def global_bytes(self) -> int:
+        """Bytes from the tensor's start to its end (a rank-1 tensor: its row, not padded)."""
+        if len(self.global_dims) == 1:
+            return self.global_dims[0] * self.box.element_bytes
+        return self.global_strides[-1] * self.global_dims[-1]
+
+
+@dataclass(frozen=True)
+class Moves:
+    """For every element of the box (innermost index fastest): its shared-memory byte address, its global byte offset
+    (meaningless where it is outside the tensor), whether it is inside the tensor, and whether a store writes it."""
+
+    shared: np.ndarray
+    global_offset: np.ndarray
+    inside: np.ndarray
+    stored: np.ndarray
+
+
+def moves(copy: TensorCopy) -> Moves:
+    """Where each element of the box moves (the module's rules), as arrays over all elements at once."""
+    box = copy.box
+    loaded = box.loaded_dims
+    index = np.indices(tuple(reversed(loaded)), dtype=np.int64).reshape(len(loaded), -1)[::-1]  # row k: index in dim k
+    dense = index[0] * box.element_bytes
+    pitch = box.row_bytes
+    for k in range(1, len(loaded)):
+        dense = dense + index[k] * pitch
+        pitch *= loaded[k]
+    shared = box.swizzle(box.dst + dense)
+    coordinate = np.array(copy.coords, dtype=np.int64)[:, None] + index * np.array(box.element_strides, dtype=np.int64)[:, None]
+    dims = np.array(copy.global_dims, dtype=np.int64)[:, None]
+    within = (coordinate >= 0) & (coordinate < dims)
+    inside = within.all(axis=0)
+    global_offset = (coordinate * np.array(copy.pitches, dtype=np.int64)[:, None]).sum(axis=0)
+    # observed: a store writes the granule holding dim 0's bound whole (bytes before the bound's granule end)
+    granule_end = -(-copy.global_dims[0] * box.element_bytes // GRANULE) * GRANULE
+    in_granule = (coordinate[0] >= 0) & (coordinate[0] * box.element_bytes < granule_end)
+    stored = in_granule & within[1:].all(axis=0)
+    return Moves(shared, global_offset, inside, stored)
+
+
+def _byte_indices(starts: np.ndarray, size: int) -> np.ndarray:
+    """Every byte of elements of ``size`` bytes starting at ``starts``."""
+    return (starts[:, None] + np.arange(size)).ravel()
+
+
+def loaded_window(copy: TensorCopy, tensor: np.ndarray, window: int, fill: int) -> np.ndarray:
+    """The shared-memory window after a load: ``fill`` where no element lands, each element's global bytes (``tensor``:
+    the tensor's bytes from its start) where it is inside the tensor, zeros where it is not (5.5.3.3 zero fill)."""
+    m, e = moves(copy), copy.box.element_bytes
+    out = np.full(window, fill, dtype=np.uint8)
+    out[_byte_indices(m.shared, e)] = 0
+    inside = m.inside
+    out[_byte_indices(m.shared[inside], e)] = tensor[_byte_indices(m.global_offset[inside], e)]
+    return out
+
+
+def stored_tensor(copy: TensorCopy, shared: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """The tensor's bytes after a store (``before``: its bytes until then, as long as the store may reach; ``shared``:
+    the window the box is read from): the written elements (the rules above) hold their shared-memory bytes."""
+    m, e = moves(copy), copy.box.element_bytes
+    out = before.copy()
+    out[_byte_indices(m.global_offset[m.stored], e)] = shared[_byte_indices(m.shared[m.stored], e)]
+    return out
+
+
+def reach_bytes(copy: TensorCopy) -> int:
+    """Bytes from the tensor's start that a store may write: the tensor, and at rank 1 its last granule whole."""
+    if len(copy.global_dims) == 1:
+        return -(-copy.global_bytes // GRANULE) * GRANULE
+    return copy.global_bytes
