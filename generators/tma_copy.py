@@ -19,7 +19,8 @@ MAX_TENSOR_BYTES = 256 * 1024  # a case's global tensor, guard zones aside
 
 def tensor_copy(source: Source) -> dict[str, Any]:
     """A copy's params: ``direction``, the box (as ``tma.swizzle``'s), ``global_dims``, ``global_strides`` (bytes),
-    ``coords`` and the ``places`` each dimension's bound was drawn at. Stores never start before a bound (a store at a
+    ``coords``, the ``places`` each dimension's bound was drawn at, and for loads a thread-block ``cluster`` of 1, 2 or
+    4 CTAs with the ``multicast`` ctaMask and the ``issuer``'s rank. Stores never start before a bound (a store at a
     negative coordinate traps the device: ``oracles.tma_copy``)."""
     direction = source.choice(("load", "store"))
     box = device_box(source, MODES)
@@ -56,9 +57,12 @@ def tensor_copy(source: Source) -> dict[str, Any]:
         k = max(i for i in range(1, len(dims)) if dims[i] > 1)
         dims[k] = max(1, dims[k] // 2)
         places[k] = "cut" if coords[k] < dims[k] else "past"
+    cluster = source.choice((1, 1, 2, 4)) if direction == "load" else 1  # loads multicast across clusters of 2 and 4
+    multicast = source.choice(((1 << cluster) - 1, source.integer(1, (1 << cluster) - 1)))  # all CTAs, or some
     return {"direction": direction, "box_dims": list(box.box_dims), "element_bytes": e,
             "element_strides": list(box.element_strides), "swizzle": box.swizzle.name, "dst": box.dst,
-            "global_dims": dims, "global_strides": strides(dims, e, paddings), "coords": coords, "places": places}
+            "global_dims": dims, "global_strides": strides(dims, e, paddings), "coords": coords, "places": places,
+            "cluster": cluster, "multicast": multicast, "issuer": source.integer(0, cluster - 1)}
 
 
 def strides(dims: list[int], element_bytes: int, paddings: list[int]) -> list[int]:

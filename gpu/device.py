@@ -57,14 +57,16 @@ class KernelRunner:
         self.stream = self.device.create_stream()
         self.kernel = compile_kernel(filename).get_kernel(name)
 
-    def launch(self, grid: int, shmem: int, *args) -> None:
-        """One launch of ``grid`` blocks of THREADS threads, waited for; tensors are passed by address."""
+    def launch(self, grid: int, shmem: int, *args, kernel=None, cluster: int | None = None) -> None:
+        """One launch of ``grid`` blocks (clusters of ``cluster`` blocks, if given) of THREADS threads of ``kernel`` (the
+        runner's own by default), waited for; tensors are passed by address."""
         from cuda.core import LaunchConfig, launch
 
         args = tuple(np.uint64(a.data_ptr()) if isinstance(a, self.torch.Tensor) else a for a in args)
         self.torch.cuda.synchronize()  # buffers filled through torch's stream
         try:
-            launch(self.stream, LaunchConfig(grid=grid, block=THREADS, shmem_size=shmem), self.kernel, *args)
+            config = LaunchConfig(grid=grid, block=THREADS, shmem_size=shmem, cluster=cluster)
+            launch(self.stream, config, kernel or self.kernel, *args)
             self.stream.sync()
         except Exception as exc:
             raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc

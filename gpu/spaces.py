@@ -114,6 +114,15 @@ def tma_copy_space() -> Space:
     api = "CUDA driver API: cuTensorMapEncodeTiled"
     ptx = "PTX ISA 5.5.3 (tiled mode: bounding box, traversal stride, out of boundary access)"
     order = {"inside": 0, "cut": 1, "past": 2, "before": 3}
+    multicast = "PTX ISA 9.7.9.25.5.2 cp.async.bulk.tensor .multicast::cluster"
+
+    def mask_kind(p: Mapping[str, Any]) -> str | None:
+        cluster, mask = p.get("cluster", 1), p.get("multicast", 1)
+        if cluster == 1:
+            return None
+        if mask == (1 << cluster) - 1:
+            return "every CTA"
+        return "some CTAs, the issuer among them" if mask >> p["issuer"] & 1 else "some CTAs, not the issuer"
 
     def innermost(p: Mapping[str, Any]) -> str:
         place = p["places"][0]
@@ -126,8 +135,11 @@ def tma_copy_space() -> Space:
 
     def illegal(a: str, x: Any, b: str, y: Any) -> bool:
         pair = {a: x, b: y}
-        if pair.get("direction") == "store":  # a store before a bound traps the device: not drawn
-            return pair.get("innermost bound") == "before" or pair.get("outer bounds") == "before"
+        if pair.get("direction") == "store":  # a store before a bound traps the device: not drawn; only loads multicast
+            return (pair.get("innermost bound") == "before" or pair.get("outer bounds") == "before"
+                    or pair.get("cluster size", 1) > 1 or "multicast mask" in pair)
+        if pair.get("cluster size") == 1 and "multicast mask" in pair:  # one CTA: no mask
+            return True
         if pair.get("rank") == 1:  # no outer dims: no outer bounds, strides or padding
             return pair.get("outer bounds") is not None or pair.get("element stride", 1) > 1 or pair.get("padded strides") == "yes"
         return False
@@ -148,6 +160,10 @@ def tma_copy_space() -> Space:
         Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave", lambda p: "none",
                   dict.fromkeys(("16B", "32B"), INTERLEAVE_EXCLUDED)),
         Parameter("out-of-bound fill", ("zero", "nan"), f"{api}: CUtensorMapFloatOOBfill", lambda p: "zero", {"nan": NAN_FILL_EXCLUDED}),
+        Parameter("cluster size", (1, 2, 4, 8), f"{multicast}; CUDA: cluster dims (8 CTAs portable)", lambda p: p.get("cluster", 1),
+                  {8: "clusters of 2 and 4 CTAs are what the issue names; 8 leaves fewer clusters resident a launch"}),
+        Parameter("multicast mask", ("every CTA", "some CTAs, the issuer among them", "some CTAs, not the issuer"),
+                  f"{multicast}: ctaMask", mask_kind),
     ), illegal)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from layoutfuzz.gpu.device import KernelRunner
+from layoutfuzz.gpu.device import KernelRunner, compile_kernel
 from layoutfuzz.oracles.tensor_map import DATA_TYPE_BYTES, TiledEncoding
 from layoutfuzz.oracles.tma import TiledBox
 from layoutfuzz.oracles.tma_copy import TensorCopy, reach_bytes
@@ -270,31 +270,49 @@ class TensorCopyRunner(KernelRunner):
 
     def __init__(self) -> None:
         super().__init__("tma_copy.cu", "tma_tensor_copy")
+        self.multicast = compile_kernel("tma_copy.cu").get_kernel("tma_multicast_load")
 
     def run(self, copies: list[TensorCopy], window: int) -> list[tuple[np.ndarray, np.ndarray] | str]:
-        """Each copy's (window, region) after the launch, or the CUDA error that refused its tensor map."""
+        """Each copy's (windows, region) after the launches, or the CUDA error that refused its tensor map: one launch for
+        the copies of one CTA, one for each cluster size's multicast loads (``tma_multicast_load``), whose windows are
+        every CTA's, rank 0 first."""
         torch = self.torch
         sizes = [region_bytes(c) for c in copies]
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         buffer = torch.from_numpy(np.concatenate([initial_region(c) for c in copies])).cuda()
-        results: list[tuple[np.ndarray, np.ndarray] | str] = [""] * len(copies)
-        maps, rows, table = [], [], []
+        results: list[Any] = [""] * len(copies)
+        maps: dict[int, np.ndarray] = {}
         for i, copy in enumerate(copies):
             try:
-                maps.append(encode_tensor_map(copy_encoding(copy, buffer.data_ptr() + int(starts[i]) + GUARD)))
+                maps[i] = encode_tensor_map(copy_encoding(copy, buffer.data_ptr() + int(starts[i]) + GUARD))
             except RuntimeError as exc:
                 results[i] = str(exc)
-                continue
-            rows.append(i)
-            coords = [*copy.coords, *(0,) * (5 - len(copy.coords))]
-            table.append((int(copy.direction == "store"), len(copy.coords), copy.box.dst, copy.box.size_bytes, *coords))
-        if not rows:
-            return results
-        out = torch.empty((len(rows), window), dtype=torch.uint8, device="cuda")
-        pattern = torch.from_numpy(shared_pattern(window)).cuda()
-        self.launch(len(rows), window + 1024, torch.from_numpy(np.stack(maps)).cuda(), torch.tensor(table, dtype=torch.int32).cuda(),
-                    pattern, out, np.int32(window), np.uint8(FILL))
-        windows, regions = self.host(out), self.host(buffer)
-        for r, i in enumerate(rows):
-            results[i] = (windows[r], regions[starts[i]:starts[i + 1]])
+        groups: dict[int, list[int]] = {}
+        for i in maps:
+            groups.setdefault(copies[i].cluster, []).append(i)
+        windows = {}
+        for cluster, rows in groups.items():
+            tmaps = torch.from_numpy(np.stack([maps[i] for i in rows])).cuda()
+            out = torch.empty((len(rows) * cluster, window), dtype=torch.uint8, device="cuda")
+            if cluster == 1:
+                table = [(int(copies[i].direction == "store"), len(copies[i].coords), copies[i].box.dst, copies[i].box.size_bytes,
+                          *_coords5(copies[i])) for i in rows]
+                pattern = torch.from_numpy(shared_pattern(window)).cuda()
+                self.launch(len(rows), window + 1024, tmaps, torch.tensor(table, dtype=torch.int32).cuda(), pattern, out,
+                            np.int32(window), np.uint8(FILL))
+            else:
+                table = [(len(copies[i].coords), copies[i].box.dst, copies[i].box.size_bytes, copies[i].multicast, copies[i].issuer,
+                          *_coords5(copies[i])) for i in rows]
+                self.launch(len(rows), window + 1024, tmaps, torch.tensor(table, dtype=torch.int32).cuda(), out, np.int32(window),
+                            np.uint8(FILL), kernel=self.multicast, cluster=cluster)
+            dumped = self.host(out).reshape(len(rows), cluster * window)
+            windows.update({i: dumped[k] for k, i in enumerate(rows)})
+        if windows:
+            regions = self.host(buffer)
+            for i, w in windows.items():
+                results[i] = (w, regions[starts[i]:starts[i + 1]])
         return results
+
+
+def _coords5(copy: TensorCopy) -> list[int]:
+    return [*copy.coords, *(0,) * (5 - len(copy.coords))]

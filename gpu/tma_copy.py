@@ -33,11 +33,13 @@ from layoutfuzz.gpu.targets import (
 )
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Attribution
-from layoutfuzz.oracles.tma_copy import GRANULE, TensorCopy, loaded_window, moves, stored_tensor
+from layoutfuzz.oracles.linear_layout import LayoutError
+from layoutfuzz.oracles.tma_copy import GRANULE, TensorCopy, moves, multicast_windows, stored_tensor
 
 
 def copy_from_params(p: Mapping[str, Any]) -> TensorCopy:
-    return TensorCopy(box_from_params(p), tuple(p["global_dims"]), tuple(p["global_strides"]), tuple(p["coords"]), p["direction"])
+    return TensorCopy(box_from_params(p), tuple(p["global_dims"]), tuple(p["global_strides"]), tuple(p["coords"]), p["direction"],
+                      p.get("cluster", 1), p.get("multicast", 1), p.get("issuer", 0))
 
 
 @cache
@@ -49,7 +51,8 @@ def _runner():
 
 @dataclass(frozen=True, eq=False)
 class CopyResult:
-    """A copy's shared-memory window and its region of global memory (guard, tensor, guard) after the kernel."""
+    """A copy's shared-memory windows (every CTA's of its cluster, rank 0 first) and its region of global memory (guard,
+    tensor, guard) after the kernel."""
 
     window: np.ndarray
     region: np.ndarray
@@ -59,14 +62,14 @@ class CopyResult:
 
 
 def expected_result(copy: TensorCopy) -> CopyResult:
-    """The oracle's window and region: a load's window from the tensor (its region unchanged), a store's tensor from
+    """The oracle's windows and region: a load's windows from the tensor (its region unchanged), a store's tensor from
     the window (its window unchanged)."""
     from layoutfuzz.gpu.tma import FILL, GUARD, initial_region, shared_pattern
 
     region = initial_region(copy).copy()
     if copy.direction == "load":
         tensor = region[GUARD:GUARD + copy.global_bytes]
-        return CopyResult(loaded_window(copy, tensor, WINDOW, FILL), region)
+        return CopyResult(multicast_windows(copy, tensor, WINDOW, FILL), region)
     pattern = shared_pattern(WINDOW)
     end = len(region) - GUARD
     region[GUARD:end] = stored_tensor(copy, pattern, region[GUARD:end])
@@ -74,8 +77,8 @@ def expected_result(copy: TensorCopy) -> CopyResult:
 
 
 def byte_roles(copy: TensorCopy, region_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """What each byte is to the oracle, for naming a difference: in the window 0 untouched, 1 an element inside the
-    tensor, 2 one outside it; in the region 0 a guard zone, 1 tensor bytes nothing writes, 2 an element written inside
+    """What each byte is to the oracle, for naming a difference: in a window 0 untouched, 1 an element inside the
+    tensor, 2 one outside it, 3 any byte of a CTA outside the multicast mask; in the region 0 a guard zone, 1 tensor bytes nothing writes, 2 an element written inside
     the bounds, 3 one written past the innermost bound (the granule rule)."""
     from layoutfuzz.gpu.tma import GUARD
 
@@ -83,6 +86,7 @@ def byte_roles(copy: TensorCopy, region_size: int) -> tuple[np.ndarray, np.ndarr
     window = np.zeros(WINDOW, dtype=np.int8)
     spread = np.arange(e)
     window[(m.shared[:, None] + spread).ravel()] = np.repeat(np.where(m.inside, 1, 2), e)
+    window = np.concatenate([window if copy.multicast >> r & 1 else np.full(WINDOW, 3, np.int8) for r in range(copy.cluster)])
     region = np.zeros(region_size, dtype=np.int8)
     region[GUARD:GUARD + copy.global_bytes] = 1
     if copy.direction == "store":
@@ -90,7 +94,8 @@ def byte_roles(copy: TensorCopy, region_size: int) -> tuple[np.ndarray, np.ndarr
     return window, region
 
 
-WINDOW_KINDS = {0: "wrote outside the box in shared memory", 1: "wrong data in the box", 2: "out-of-bound fill differs"}
+WINDOW_KINDS = {0: "wrote outside the box in shared memory", 1: "wrong data in the box", 2: "out-of-bound fill differs",
+                3: "multicast reached a CTA outside its mask"}
 REGION_KINDS = {0: "wrote past the tensor (guard zone)", 1: "wrote where nothing belongs", 2: "in-bound element wrong",
                 3: "granule past the innermost bound differs"}
 
@@ -135,7 +140,7 @@ class TmaCopy(GpuTarget):
         validate_box(p, lowest_rank=1)
         try:
             copy = copy_from_params(p)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, LayoutError) as exc:
             raise ValueError(f"not a TMA copy: {exc}") from None
         if copy.global_bytes > MAX_TENSOR_BYTES or any(d > 1 << 20 for d in copy.global_dims):
             raise ValueError(f"the tensor takes {copy.global_bytes} bytes, more than {MAX_TENSOR_BYTES}")
@@ -143,6 +148,8 @@ class TmaCopy(GpuTarget):
             raise ValueError("each global stride holds the dimension below it (a row rounded up to 16 bytes)")
         if copy.direction == "store" and min(copy.coords) < 0:
             raise ValueError("a store at a negative coordinate traps the device (docs/findings.md): not run")
+        if copy.cluster not in (1, 2, 4):
+            raise ValueError("a cluster of 1, 2 or 4 CTAs")
         if any(abs(c) > 1 << 16 for c in copy.coords):
             raise ValueError("coordinates within +-65536")
 
@@ -172,7 +179,8 @@ class TmaCopy(GpuTarget):
 
     def family(self, case: Case) -> str:
         p = case.params
-        return f"{p.get('direction', '?')}:{p.get('swizzle', '?')}:{(p.get('places') or ['?'])[0]}"
+        cluster = f":cluster {p['cluster']}" if p.get("cluster", 1) > 1 else ""
+        return f"{p.get('direction', '?')}:{p.get('swizzle', '?')}:{(p.get('places') or ['?'])[0]}{cluster}"
 
     def parameter_space(self) -> Space:
         from layoutfuzz.gpu.spaces import tma_copy_space

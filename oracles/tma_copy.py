@@ -14,6 +14,9 @@ the text does not state written out as *observed*, each with its evidence:
 - *observed, stores* (``docs/findings.md``, H100, raw store through cuda.core): along dimension 0 the TMA unit writes
   whole 16-byte granules: the granule that holds the innermost bound is written whole, the box's elements past the
   bound included, and nothing past that granule.
+- 9.7.9.25.5.2 cp.async.bulk.tensor, ``.multicast::cluster`` (loads): "The source data is multicast to the same
+  CTA-relative offset as dstMem in the shared memory of each destination CTA", the CTAs whose bit of ``ctaMask`` is set
+  (bit r: ``%cluster_ctarank`` r); the other CTAs of the cluster receive nothing, whichever CTA issues the copy.
 - *observed, stores*: a store whose box starts at a negative coordinate traps the device (``CUDA_ERROR_ILLEGAL_INSTRUCTION``,
   ``tests/test_gpu_tma.py``); it is not modelled (a trap ends the CUDA context) and not drawn.
 
@@ -44,6 +47,9 @@ class TensorCopy:
     global_strides: tuple[int, ...]  # bytes between neighbours of dims 1.. (rank - 1 values)
     coords: tuple[int, ...]  # the box's start, innermost first
     direction: str = "load"
+    cluster: int = 1  # CTAs of the thread-block cluster
+    multicast: int = 1  # ctaMask: bit r, the CTA of rank r receives a load
+    issuer: int = 0  # the rank of the CTA that issues the copy
 
     def __post_init__(self) -> None:
         for name in ("global_dims", "global_strides", "coords"):
@@ -55,6 +61,11 @@ class TensorCopy:
             raise LayoutError(f"direction {self.direction!r} is not one of {DIRECTIONS}")
         if any(d < 1 for d in self.global_dims) or any(s % 16 for s in self.global_strides):
             raise LayoutError("global dims are positive and global strides multiples of 16 bytes")
+        if self.cluster not in (1, 2, 4, 8) or not 0 <= self.issuer < self.cluster or not 0 < self.multicast < 1 << self.cluster:
+            raise LayoutError(f"a cluster of 1, 2, 4 or 8 CTAs, a non-empty ctaMask of its ranks, an issuer among them: "
+                              f"{self.cluster}, {self.multicast:#x}, {self.issuer}")
+        if self.cluster > 1 and self.direction != "load":
+            raise LayoutError("only loads multicast across a cluster")
         if self.coords[0] * self.box.element_bytes % 16:
             raise LayoutError(f"the box's start in dim 0 ({self.coords[0]}) is not a whole number of 16-byte granules")
 
@@ -119,6 +130,14 @@ def loaded_window(copy: TensorCopy, tensor: np.ndarray, window: int, fill: int) 
     inside = m.inside
     out[_byte_indices(m.shared[inside], e)] = tensor[_byte_indices(m.global_offset[inside], e)]
     return out
+
+
+def multicast_windows(copy: TensorCopy, tensor: np.ndarray, window: int, fill: int) -> np.ndarray:
+    """Every CTA's window after a (multicast) load, rank 0 first: ``loaded_window`` in each CTA of the mask, the fill
+    untouched in the others (9.7.9.25.5.2)."""
+    loaded = loaded_window(copy, tensor, window, fill)
+    untouched = np.full(window, fill, dtype=np.uint8)
+    return np.concatenate([loaded if copy.multicast >> r & 1 else untouched for r in range(copy.cluster)])
 
 
 def stored_tensor(copy: TensorCopy, shared: np.ndarray, before: np.ndarray) -> np.ndarray:

@@ -27,6 +27,8 @@ def test_loads_and_stores_over_tensors_match_the_oracle():
     granule_stores = [c for c in cases if c.params["direction"] == "store" and c.params["places"][0] == "cut"
                       and c.params["global_dims"][0] * c.params["element_bytes"] % 16]
     assert len(granule_stores) > 50
+    clusters = {(c.params["cluster"], c.params["multicast"]) for c, v in zip(cases, verdicts) if c.params["cluster"] > 1}
+    assert {2, 4} <= {size for size, _ in clusters} and len(clusters) > 10  # multicast loads across clusters of 2 and 4
 
 
 @pytest.mark.gpu

@@ -180,3 +180,30 @@ def test_the_per_case_and_batch_comparisons_agree_on_the_cpu():
     verdicts = target.compare_batch([cases[i] for i in live], [expected[i] for i in live], [observed[i] for i in live])
     assert [live[k] for k, v in enumerate(verdicts) if not v.ok] == [bad]
     assert target.compare(cases[bad], expected[bad].__json__(), observed[bad].__json__()).signature == verdicts[live.index(bad)].signature
+
+
+def test_a_multicast_load_lands_in_the_masked_ctas_alone():
+    # PTX 9.7.9.25.5.2: the box lands at the same CTA-relative offset in each CTA whose ctaMask bit is set; ranks 1 and 3
+    # of a cluster of 4 with mask 0b0101 keep their fill, whichever CTA issues the copy
+    from layoutfuzz.oracles.tma_copy import multicast_windows
+
+    box = TiledBox((8, 2), 4, (1, 1), SwizzleMode.NONE, 128)
+    copy = TensorCopy(box, (8, 2), (32,), (0, 0), "load", cluster=4, multicast=0b0101, issuer=1)
+    tensor = np.arange(64, dtype=np.uint8) + 1
+    windows = multicast_windows(copy, tensor, 512, 0xA5).reshape(4, 512)
+    assert (windows[0, 128:192] == tensor).all() and (windows[2] == windows[0]).all()
+    assert (windows[1] == 0xA5).all() and (windows[3] == 0xA5).all() and (windows[0, :128] == 0xA5).all()
+    with pytest.raises(LayoutError):
+        TensorCopy(box, (8, 2), (32,), (0, 0), "store", cluster=2, multicast=3)  # only loads multicast
+    with pytest.raises(LayoutError):
+        TensorCopy(box, (8, 2), (32,), (0, 0), "load", cluster=2, multicast=4)  # a rank outside the cluster
+
+
+def test_the_comparison_names_a_multicast_that_reached_a_cta_outside_its_mask():
+    box = TiledBox((8, 2), 4, (1, 1), SwizzleMode.NONE, 128)
+    copy = TensorCopy(box, (8, 2), (32,), (0, 0), "load", cluster=2, multicast=0b01, issuer=1)
+    expected = expected_result(copy)
+    assert expected.window.size == 2 * WINDOW and compare_copy(copy, expected, expected).ok
+    window = expected.window.copy()
+    window[WINDOW + 128:WINDOW + 192] = window[128:192]  # rank 1 got the box too
+    assert compare_copy(copy, expected, CopyResult(window, expected.region)).signature == "load: multicast reached a CTA outside its mask"

@@ -216,3 +216,105 @@ extern "C" __global__ void tma_tensor_copy(const unsigned long long* __restrict_
   uint4* dump = reinterpret_cast<uint4*>(out + static_cast<unsigned long long>(blockIdx.x) * window);
   for (int i = threadIdx.x; i < window / 16; i += blockDim.x) dump[i] = reinterpret_cast<const uint4*>(base)[i];
 }
+
+// A multicast load across a thread-block cluster, one cluster per case: every CTA fills its window, the CTAs in the
+// case's ctaMask expect the box's bytes on their own mbarrier, the cluster synchronises (every barrier initialised),
+// then the CTA of rank `issuer` issues one cp.async.bulk.tensor with .multicast::cluster; each CTA in the mask waits for
+// its copy, and every CTA dumps its window (row clusterid * cluster size + rank of `out`).
+struct TmaMulticastCase {
+  int rank;        // 1..5 (the tensor's)
+  int dst_offset;  // bytes from the 1024-aligned window base (a multiple of 128)
+  int tx_bytes;    // bytes each destination CTA receives
+  int mask;        // ctaMask: bit r, the CTA of %cluster_ctarank r receives the box
+  int issuer;      // %cluster_ctarank of the CTA that issues the copy
+  int coord[5];
+};
+
+__device__ __forceinline__ unsigned cluster_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ unsigned cluster_id_x() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ unsigned cluster_nctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+extern "C" __global__ void tma_multicast_load(const unsigned long long* __restrict__ tensor_maps,  // 16 words per case
+                                              const TmaMulticastCase* __restrict__ cases, unsigned char* __restrict__ out,
+                                              int window, unsigned char fill) {
+  extern __shared__ unsigned char raw[];
+  __shared__ __align__(8) unsigned long long barrier;
+  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw) + 1023ull) & ~1023ull);
+  const unsigned me = cluster_ctarank(), id = cluster_id_x();
+  const TmaMulticastCase c = cases[id];
+  const unsigned long long* tmap = tensor_maps + 16ull * id;
+  const bool receives = (c.mask >> me) & 1;
+
+  const unsigned f4 = 0x01010101u * fill;
+  const uint4 fill16 = make_uint4(f4, f4, f4, f4);
+  for (int i = threadIdx.x; i < window / 16; i += blockDim.x) reinterpret_cast<uint4*>(base)[i] = fill16;
+  const unsigned bar = smem_u32(&barrier);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    if (receives) asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(c.tx_bytes) : "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  cluster_sync();  // every CTA's window and barrier are ready before any copy lands
+
+  if (threadIdx.x == 0 && me == static_cast<unsigned>(c.issuer)) {
+    const unsigned smem = smem_u32(base + c.dst_offset);
+    const unsigned short mask = static_cast<unsigned short>(c.mask);
+    const int x0 = c.coord[0], x1 = c.coord[1], x2 = c.coord[2], x3 = c.coord[3], x4 = c.coord[4];
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tmap) : "memory");
+    switch (c.rank) {
+      case 1:
+        asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3}], [%2], %4;"
+                     ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "h"(mask) : "memory");
+        break;
+      case 2:
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;"
+                     ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "h"(mask) : "memory");
+        break;
+      case 3:
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;"
+                     ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2), "h"(mask) : "memory");
+        break;
+      case 4:
+        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5, %6}], [%2], %7;"
+                     ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2), "r"(x3), "h"(mask) : "memory");
+        break;
+      default:
+        asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5, %6, %7}], [%2], %8;"
+                     ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "h"(mask) : "memory");
+        break;
+    }
+  }
+  if (receives) {
+    unsigned done = 0;
+    while (!done) {
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+          : "=r"(done) : "r"(bar) : "memory");
+    }
+  }
+  __syncthreads();
+  uint4* dump = reinterpret_cast<uint4*>(out + (static_cast<unsigned long long>(id) * cluster_nctarank() + me) * window);
+  for (int i = threadIdx.x; i < window / 16; i += blockDim.x) dump[i] = reinterpret_cast<const uint4*>(base)[i];
+  cluster_sync();  // no CTA leaves while a copy may still write into another
+}
