@@ -29,10 +29,12 @@ def tensor_copy(source: Source) -> dict[str, Any]:
     e = box.element_bytes
     granule = 16 // e  # elements of a 16-byte granule: dim 0's start is a whole number of them
     dims, coords, places = [], [], []
+    rank = len(box.box_dims)
+    wholly_past = source.integer(0, rank - 1) if source.integer(0, 9) == 0 else -1  # one case in ten: nothing moves
     for k, (b, t) in enumerate(zip(box.box_dims, box.element_strides)):
         extent = (-(-b // t) - 1) * t + 1  # coordinates the box spans in this dimension
-        place = source.choice(("inside",) * 3 + ("cut",) * 3 + ("past", "before") if k == 0 else
-                              ("inside",) * 6 + ("cut", "cut", "past", "before"))
+        place = "past" if k == wholly_past else source.choice(("inside",) * 3 + ("cut",) * 3 + ("before",) if k == 0 else
+                                                               ("inside",) * 6 + ("cut", "cut", "before"))
         if place == "before" and direction == "store":
             place = "inside"
         if place == "cut" and extent == 1:
