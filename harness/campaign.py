@@ -34,6 +34,7 @@ DEFAULT_OUT = "layoutfuzz-out"
 DEFAULT_TARGETS = "triton.linear_layout,triton.layouts,triton.shared_layouts,triton.bank_conflicts,triton.compile"  # every CPU target
 DEFAULT_BUDGET_S = 60.0
 DEFAULT_TIMEOUT_S = 30.0
+SANITIZED_TIMEOUT_S = 600.0  # --sanitize: a batch's child starts Python and CUDA under the tool before any case ends
 
 
 class UsageError(Exception):
@@ -103,7 +104,12 @@ def system_version(target: Target) -> str:
 def command_line_targets(args: argparse.Namespace) -> list[str]:
     """The target names and specs the user typed (``--targets A,B``, ``--target MODULE:ATTR``): their own choice."""
     named = [t.strip() for t in (getattr(args, "targets", None) or "").split(",") if t.strip()]
-    return named + list(getattr(args, "target", None) or [])
+    named += list(getattr(args, "target", None) or [])
+    tool = getattr(args, "sanitize", None)
+    if tool:  # every target's system under test under compute-sanitizer (gpu/sanitizer.py)
+        named = [n if registry.sanitized_parts(n) or n.endswith(f"+{tool}") else
+                 registry.sanitized_spec(n, tool) if ":" in n else f"{n}+{tool}" for n in (named or DEFAULT_TARGETS.split(","))]
+    return named
 
 
 def resume_command(args: argparse.Namespace) -> str:
@@ -172,7 +178,7 @@ def _open_campaign(args: argparse.Namespace, out: Path, existing: bool) -> tuple
         "seed": args.seed,
         "shard": str(args.shard),
         "cases": args.cases,
-        "timeout_s": args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
+        "timeout_s": args.timeout if args.timeout is not None else SANITIZED_TIMEOUT_S if getattr(args, "sanitize", None) else DEFAULT_TIMEOUT_S,
         "memory_limit": getattr(args, "memory_limit", None),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -291,6 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--targets", metavar="NAMES", help=f"comma-separated target names (default: {DEFAULT_TARGETS}); "
                      "see `layoutfuzz targets`")
     run.add_argument("--target", action="append", metavar="MODULE:ATTR", help="a third-party target (repeatable)")
+    run.add_argument("--sanitize", nargs="?", const="memcheck", choices=registry.SANITIZER_TOOLS, metavar="TOOL",
+                     help="run each target's system under test under compute-sanitizer (default tool memcheck; also "
+                     "racecheck, initcheck, synccheck): an out-of-bounds access is a crash of the case that made it, "
+                     "found by splitting batches; slow (a child process a batch; the per-case limit defaults to 10 minutes). A target "
+                     "named NAME+memcheck is the same")
     run.add_argument("--seed", type=seed_int, default=0, help="campaign seed; (seed, index) fixes each case (default 0)")
     run.add_argument("--cases", type=positive_int, help="cases per target (indices 0..N-1, split by --shard)")
     run.add_argument("--budget", type=parse_positive_duration, metavar="DURATION",
@@ -301,7 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1,
                      help="worker processes (default: one per core)")
     run.add_argument("--timeout", type=parse_positive_duration, default=None, metavar="DURATION",
-                     help="per-case time limit; a case past it is a timeout (default 30s, or the resumed campaign's)")
+                     help="per-case time limit; a case past it is a timeout (default 30s, 10m with --sanitize, or the resumed "
+                     "campaign's)")
     run.add_argument("--batch", type=positive_int, default=None, metavar="N",
                      help="the most cases one worker call takes (default: each target's own limit, sized to about 0.1 s "
                           "of work); 1 runs one case per call. A crash or hang costs only the case(s) that cause it either way")

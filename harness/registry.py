@@ -30,6 +30,10 @@ BUILTIN: dict[str, str] = {
 }
 
 
+SANITIZED = "layoutfuzz.gpu.sanitizer:Sanitized"  # NAME+TOOL: a target's system under test under compute-sanitizer
+SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+
 class TargetNotFound(LookupError):
     """No target of that name or spec."""
 
@@ -53,6 +57,9 @@ def resolve(name_or_spec: str) -> str:
     """The ``module:attr`` spec of a target name, or the spec itself."""
     if ":" in name_or_spec:
         return name_or_spec
+    inner, plus, tool = name_or_spec.rpartition("+")
+    if plus and tool in SANITIZER_TOOLS:
+        return sanitized_spec(resolve(inner), tool)
     specs = available_specs()
     if name_or_spec not in specs:
         raise TargetNotFound(f"unknown target {name_or_spec!r}; known: {', '.join(sorted(specs))} (or give module:attr)")
@@ -67,12 +74,30 @@ def load(name_or_spec: str) -> Target:
     spec = resolve(name_or_spec)
     if spec not in _loaded:
         module_name, _, attr = spec.partition(":")
+        attr, bracket, argument = attr.partition("[")  # module:Class[ARGUMENT]: the class called with ARGUMENT
         try:
             obj = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:
             raise TargetNotFound(f"cannot load target {spec!r}: {exc}") from exc
-        target = obj() if isinstance(obj, type) else obj
+        if bracket:
+            target = obj(argument.removesuffix("]"))
+        else:
+            target = obj() if isinstance(obj, type) else obj
         if not getattr(target, "name", ""):
             raise TargetNotFound(f"target {spec!r} has no name")
         _loaded[spec] = target
     return _loaded[spec]
+
+
+def sanitized_spec(inner_spec: str, tool: str = "memcheck") -> str:
+    """The spec of ``inner_spec``'s target with its system under test under compute-sanitizer's ``tool``."""
+    return f"{SANITIZED}[{inner_spec}@{tool}]"
+
+
+def sanitized_parts(spec: str) -> tuple[str, str] | None:
+    """(inner spec, tool) of a ``sanitized_spec``, else None."""
+    if not (spec.startswith(SANITIZED + "[") and spec.endswith("]")):
+        return None
+    inner, _, tool = spec[len(SANITIZED) + 1:-1].rpartition("@")
+    return (inner, tool) if inner and tool in SANITIZER_TOOLS else None
+

@@ -30,10 +30,19 @@ def granted(command_line: Iterable[str] | None) -> frozenset[str]:
 def installed_spec(recorded: str, name: str | None = None) -> str | None:
     """The installed target's spec that a recorded name or spec stands for, or None. Only the registry's own
     specs come out: a recorded ``module:attr`` is matched against them, never imported."""
+    wrapped = registry.sanitized_parts(recorded)
+    if wrapped is not None:  # an installed target under compute-sanitizer: trusted as its target is
+        inner = installed_spec(wrapped[0])
+        return None if inner is None else registry.sanitized_spec(inner, wrapped[1])
     specs = registry.available_specs()
     for candidate in (name, recorded):
         if candidate and ":" not in candidate and candidate in specs:
             return specs[candidate]
+        if candidate and ":" not in candidate and "+" in candidate:  # NAME+TOOL
+            try:
+                return installed_spec(registry.resolve(candidate))
+            except registry.TargetNotFound:
+                pass
     installed = set(specs.values())
     if recorded in installed:
         return recorded

@@ -189,3 +189,55 @@ class CoreProbe(ValueTarget):
         import resource
 
         return case.params["value"] if resource.getrlimit(resource.RLIMIT_CORE)[0] == 0 else -1
+
+
+READ_PAST = r"""
+extern "C" __global__ void read_past(int* out, int n, int extra) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = 3 * i + 1;
+  __syncthreads();
+  if (extra > 0 && threadIdx.x == 0) {
+    volatile int* p = out;
+    if (p[n - 1 + extra] == 0x7fffffff) out[0] = -1;  // a read past the allocation that leaves the result as it is
+  }
+}
+"""
+
+
+class ReadPastAllocation(ValueTarget):
+    """A GPU kernel fills ``out[0..n)`` with 3 i + 1, and in one case of seven also reads ``extra`` ints past the
+    allocation without changing what it writes: every case passes, unless compute-sanitizer watches (``--sanitize``)."""
+
+    name = "test.read_past_allocation"
+    requires = ("cuda device sm_90", "cuda.core")
+    max_batch = 16
+
+    def availability(self):
+        from layoutfuzz.gpu.targets import cuda_device_availability
+
+        return cuda_device_availability(9, needs=("cuda.core",))
+
+    def generate(self, source):
+        index = source.integer(0, 6)
+        return {"n": 256, "extra": 64 if index == 3 else 0}
+
+    def expected(self, case):
+        return [3 * i + 1 for i in range(case.params["n"])]
+
+    def observed(self, case):
+        import numpy as np
+        from cuda.bindings import driver
+        from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+
+        device = Device()
+        device.set_current()
+        kernel = Program(READ_PAST, code_type="c++", options=ProgramOptions(arch="sm_90")).compile("cubin").get_kernel("read_past")
+        n = case.params["n"]
+        stream = device.create_stream()
+        buffer = device.allocate(4 * n, stream=stream)  # cuMemAlloc'd: its bounds are what compute-sanitizer checks
+        launch(stream, LaunchConfig(grid=1, block=128), kernel, np.uint64(int(buffer.handle)), np.int32(n), np.int32(case.params["extra"]))
+        stream.sync()
+        host = np.empty(n, dtype=np.int32)
+        (err,) = driver.cuMemcpyDtoH(host.ctypes.data, int(buffer.handle), 4 * n)
+        buffer.close(stream)
+        stream.sync()
+        return host.tolist()
