@@ -6,6 +6,8 @@ that did it, even where the wrong access happened to give the right answer.
 comparison are the target's own, run in the worker; the system under test runs in ``compute-sanitizer --tool memcheck
 python -m layoutfuzz.gpu.sanitizer``, a batch a child. A batch the tool reports errors for (or whose child dies) is split
 in halves until the cases that cause them are found; each such case is a crash whose detail is the tool's report.
+CUDA API calls that return an error are not reported (``--report-api-errors no``): libraries probe the driver that way
+(cuda.core asks for a current context before there is one), and the child raises on the errors that matter.
 """
 
 from __future__ import annotations
@@ -171,7 +173,7 @@ class Sanitized(Target):
         with tempfile.TemporaryDirectory(prefix="layoutfuzz-sanitizer-") as folder:
             results, log = Path(folder) / "results.json", Path(folder) / "sanitizer.log"
             command = [sanitizer_path() or "compute-sanitizer", "--tool", self.tool, "--error-exitcode", str(ERROR_EXIT),
-                       "--print-limit", "20", "--log-file", str(log), sys.executable, "-m", "layoutfuzz.gpu.sanitizer", str(results)]
+                       "--print-limit", "20", "--report-api-errors", "no", "--log-file", str(log), sys.executable, "-m", "layoutfuzz.gpu.sanitizer", str(results)]
             payload = json.dumps({"spec": self.inner_spec, "cases": [c.to_dict() for c in cases]})
             done = subprocess.run(command, input=payload, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
             report = log.read_text(errors="replace") if log.exists() else ""
