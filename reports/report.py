@@ -45,7 +45,14 @@ def root_cause_and_bucket(result: Result) -> tuple[str, str]:
 
 @lru_cache(maxsize=4096)  # a campaign's rows share a few root causes: hash each once
 def bucket_of(target: str, outcome: str, signature: str) -> str:
-    """The bucket key of a root cause."""
+    """The bucket key of a root cause. A target under compute-sanitizer (``NAME+memcheck``, ``gpu/sanitizer.py``) shares
+    its target's buckets, but for what the tool itself reports: one disagreement with the oracle is one root cause
+    however the system under test ran (and the ledger knows it already)."""
+    from layoutfuzz.harness.registry import SANITIZER_TOOLS
+
+    base, plus, tool = target.rpartition("+")
+    if plus and tool in SANITIZER_TOOLS and "compute-sanitizer" not in signature:
+        target = base
     return hashlib.sha1("\n".join((target, outcome, signature)).encode()).hexdigest()[:12]
 
 

@@ -64,6 +64,16 @@ def test_a_batch_the_tool_reports_against_is_split_down_to_the_cases_that_did_it
     assert bisected(run, 0) == []
 
 
+def test_a_sanitized_target_shares_its_targets_buckets_but_for_the_tools_own_reports():
+    from layoutfuzz.reports.report import bucket_of
+
+    signature = "accepted what the documentation refuses: interleave N swizzle"
+    assert bucket_of("tma.encode+memcheck", "diverge", signature) == bucket_of("tma.encode", "diverge", signature)
+    tool = "SanitizerFault: compute-sanitizer --tool memcheck: Invalid __global__ read of size N bytes in read_past"
+    assert bucket_of("tma.copy+memcheck", "crash", tool) != bucket_of("tma.copy", "crash", tool)
+    assert bucket_of("a+b", "diverge", signature) != bucket_of("a", "diverge", signature)  # not a tool: its own name
+
+
 def test_the_report_is_read_for_its_first_error_and_kernel():
     assert headline(LOG) == "Invalid __global__ read of size 4 bytes in read_past"
     text = first_errors(LOG)
