@@ -100,7 +100,9 @@ def bisected(run: Callable[[list[int]], ChildRun], count: int) -> list[Any]:
 class Sanitized(Target):
     """``inner``'s cases with its system under test run under compute-sanitizer's ``tool``."""
 
-    batch_seconds = 5.0  # a child starts Python, imports torch and initialises CUDA under the tool: seconds
+    # a child starts Python, imports torch and initialises CUDA under the tool (about 10 s on an H100 host) before its
+    # first case: batches grow (doubling) until that start is a small part of a call, up to the target's max_batch
+    batch_seconds = 120.0
 
     def __init__(self, argument: str) -> None:
         from layoutfuzz.harness import registry
