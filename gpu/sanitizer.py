@@ -102,7 +102,8 @@ class Sanitized(Target):
 
     # a child starts Python, imports torch and initialises CUDA under the tool (about 10 s on an H100 host) before its
     # first case: batches grow (doubling) until that start is a small part of a call, up to the target's max_batch
-    batch_seconds = 120.0
+    # (120 s reached the same sizes on an H100 but kept a 270 s --budget running past 330 s: in-flight batches finish)
+    batch_seconds = 30.0
 
     def __init__(self, argument: str) -> None:
         from layoutfuzz.harness import registry
