@@ -16,6 +16,7 @@ from layoutfuzz.generators.shrink import drop_basis, joint_out_dim_halvings, rep
 from layoutfuzz.generators.source import Source, permutation
 from layoutfuzz.generators.space import Space
 from layoutfuzz.generators.validity import check_layout_kind, check_shape, power_of_two
+from layoutfuzz.gpu.guards import guarded_input, guarded_output
 from layoutfuzz.gpu.kernel_cache import cached_kernel, through_jit
 from layoutfuzz.gpu.prebuilt import CompiledKernel, active_folder, folder_version, from_triton, kernel_path
 from layoutfuzz.gpu.targets import GpuTarget, cuda_device_availability
@@ -311,12 +312,14 @@ class TritonConvertLayout(GluonKernelTarget):
         numel = prod(shape)
         generator = torch.Generator().manual_seed(case.index)
         info = torch.iinfo(dtype)
-        src = torch.randint(info.min, info.max, (numel,), dtype=dtype, generator=generator).cuda()
-        dst = torch.zeros_like(src)
-        tid_a = torch.full((numel,), -1, dtype=torch.int32, device="cuda")
-        tid_b = torch.full((numel,), -1, dtype=torch.int32, device="cuda")
-        self.execute(case, src, dst, tid_a, tid_b, variant=variant)
-        return {"data_mismatches": int((dst != src).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
+        src = guarded_input(torch.randint(info.min, info.max, (numel,), dtype=dtype, generator=generator).cuda(), "src")
+        outputs = [guarded_output(torch.zeros_like(src.tensor), "dst"),
+                   *(guarded_output(torch.full((numel,), -1, dtype=torch.int32, device="cuda"), name) for name in ("tid_a", "tid_b"))]
+        self.execute(case, src.tensor, *(g.tensor for g in outputs), variant=variant)
+        for g in outputs:
+            g.check()
+        dst, tid_a, tid_b = (g.tensor for g in outputs)
+        return {"data_mismatches": int((dst != src.tensor).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
 
     def kernel_spec(self, case: Case) -> KernelSpec:
         from layoutfuzz.gpu.gluon_probes import CONVERT_PROBES
@@ -410,9 +413,12 @@ class TritonSharedMemory(GluonKernelTarget):
         s0, s1 = p["shape"]
         numel = s0 * s1
         dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
-        src = torch.arange(numel, dtype=torch.int64).to(dtype).cuda()  # element ids (mod 2^bits)
-        dst, raw = torch.zeros_like(src), torch.zeros_like(src)
-        self.execute(case, src, dst, raw)
+        src = guarded_input(torch.arange(numel, dtype=torch.int64).to(dtype).cuda(), "src").tensor  # element ids (mod 2^bits)
+        dst, raw = guarded_output(torch.zeros_like(src), "dst"), guarded_output(torch.zeros_like(src), "raw")
+        self.execute(case, src, dst.tensor, raw.tensor)
+        dst.check()
+        raw.check()
+        dst, raw = dst.tensor, raw.tensor
         placement = (raw.cpu().to(torch.int64) & ((1 << p["elem_bits"]) - 1)).tolist()  # ids are exact: numel <= 2^bits
         return {"data_mismatches": int((dst != src).sum()), "placement": placement}
 

@@ -150,6 +150,7 @@ class TritonWgmma(GluonKernelTarget):
         import torch
 
         from layoutfuzz.gpu.gluon_probes import wgmma_probe
+        from layoutfuzz.gpu.guards import guarded_input, guarded_output
 
         p = case.params
         a, b, c = operand_data(case)
@@ -157,10 +158,13 @@ class TritonWgmma(GluonKernelTarget):
         def tensor(x: np.ndarray, kind: str):
             return torch.from_numpy(x).to(torch.float32).to(getattr(torch, STORAGE[kind][0])).cuda()
 
-        d = torch.zeros(p["M"], p["N"], dtype=getattr(torch, STORAGE[p["acc"]][0]), device="cuda")
-        self.launch(wgmma_probe, tensor(a, p["a_dtype"]), tensor(b, p["b_dtype"]), tensor(c, p["acc"]), d,
-                    num_warps=p["num_warps"], **self.constexprs(p))
-        return d.to(torch.float64).reshape(-1).cpu().numpy().astype(np.int64).tolist()
+        # guard zones (gpu/guards.py): operands between their type's NaN (a read past one poisons the products), D between
+        # canaries (a write past it is a crash)
+        operands = [guarded_input(tensor(x, kind), name) for x, kind, name in ((a, p["a_dtype"], "A"), (b, p["b_dtype"], "B"), (c, p["acc"], "C"))]
+        d = guarded_output(torch.zeros(p["M"], p["N"], dtype=getattr(torch, STORAGE[p["acc"]][0]), device="cuda"), "D")
+        self.launch(wgmma_probe, *(g.tensor for g in operands), d.tensor, num_warps=p["num_warps"], **self.constexprs(p))
+        d.check()
+        return d.tensor.to(torch.float64).reshape(-1).cpu().numpy().astype(np.int64).tolist()
 
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
         want, got = np.asarray(expected), np.asarray(observed)
