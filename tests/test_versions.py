@@ -308,6 +308,8 @@ def test_prebuilt_kernels_give_what_the_same_kernels_give_through_triton(tmp_pat
 
 @pytest.mark.slow
 def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(tmp_path):
+    # 60,000 cases: a run of 20,000 (7 s with Triton 3.9.0) once ended on a loaded machine before its Ctrl-C arrived
+    CASES = 60_000  # noqa: N806
     import signal
     import subprocess
     import time
@@ -316,7 +318,7 @@ def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(t
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=str(root), LAYOUTFUZZ_CACHE=str(tmp_path / "cache"))
     args = [sys.executable, "-m", "layoutfuzz.harness.cli", "matrix", "--triton-python", sys.executable, "--targets",
-            "triton.linear_layout", "--cases", "20000", "--jobs", "2", "--out", "m"]
+            "triton.linear_layout", "--cases", str(CASES), "--jobs", "2", "--out", "m"]
     child = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
     def recorded() -> int:
@@ -329,8 +331,8 @@ def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(t
             return 0
 
     deadline = time.monotonic() + 120
-    while recorded() < 200 and time.monotonic() < deadline:  # interrupt mid-run, with every worker up
-        time.sleep(0.1)
+    while recorded() < 50 and time.monotonic() < deadline:  # interrupt mid-run, with every worker up
+        time.sleep(0.05)
     os.killpg(child.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group, as in a terminal
     _, err = child.communicate(timeout=120)
     assert child.returncode == 130 and "resumes" in err, err
@@ -340,7 +342,7 @@ def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(t
     done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     rates = pd.read_csv(tmp_path / "m" / "pass-rates.csv")
-    assert int(rates.loc[rates["family"] == "(all)"].iloc[0, 3]) == 20000  # every case once, none lost
+    assert int(rates.loc[rates["family"] == "(all)"].iloc[0, 3]) == CASES  # every case once, none lost
 
 
 def test_a_night_whose_replay_passes_under_a_newer_release_records_it_as_fixed_in_the_ledger(tmp_path):
