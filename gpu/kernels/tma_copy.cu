@@ -14,6 +14,95 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// waits for phase 0 of the mbarrier at shared address bar
+__device__ __forceinline__ void mbarrier_wait(unsigned bar) {
+  unsigned done = 0;
+  while (!done) {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done) : "r"(bar) : "memory");
+  }
+}
+
+// The three forms of cp.async.bulk.tensor the kernels below issue, one switch on the rank each; c holds the box's
+// start, innermost first (the unused trailing entries are ignored).
+__device__ __forceinline__ void tma_load_box(unsigned dst, const unsigned long long* tmap, unsigned bar, int rank, const int* c) {
+  switch (rank) {
+    case 1:
+      asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];"
+                   ::"r"(dst), "l"(tmap), "r"(bar), "r"(c[0]) : "memory");
+      break;
+    case 2:
+      asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+                   ::"r"(dst), "l"(tmap), "r"(bar), "r"(c[0]), "r"(c[1]) : "memory");
+      break;
+    case 3:
+      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
+                   ::"r"(dst), "l"(tmap), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+      break;
+    case 4:
+      asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
+                   ::"r"(dst), "l"(tmap), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+      break;
+    default:
+      asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+                   ::"r"(dst), "l"(tmap), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+      break;
+  }
+}
+
+__device__ __forceinline__ void tma_load_multicast(unsigned dst, const unsigned long long* tmap, unsigned bar, int rank, const int* c,
+                                                   unsigned short mask) {
+  switch (rank) {
+    case 1:
+      asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3}], [%2], %4;"
+                   ::"r"(dst), "l"(tmap), "r"(bar), "r"(c[0]), "h"(mask) : "memory");
+      break;
+    case 2:
+      asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;"
+                   ::"r"(dst), "l"(tmap), "r"(bar), "r"(c[0]), "r"(c[1]), "h"(mask) : "memory");
+      break;
+    case 3:
+      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;"
+                   ::"r"(dst), "l"(tmap), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "h"(mask) : "memory");
+      break;
+    case 4:
+      asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5, %6}], [%2], %7;"
+                   ::"r"(dst), "l"(tmap), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "h"(mask) : "memory");
+      break;
+    default:
+      asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5, %6, %7}], [%2], %8;"
+                   ::"r"(dst), "l"(tmap), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "h"(mask) : "memory");
+      break;
+  }
+}
+
+// a store, waited for: its writes are complete when this returns
+__device__ __forceinline__ void tma_store_box(const unsigned long long* tmap, unsigned src, int rank, const int* c) {
+  switch (rank) {
+    case 1:
+      asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];" ::"l"(tmap), "r"(src), "r"(c[0]) : "memory");
+      break;
+    case 2:
+      asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                   ::"l"(tmap), "r"(src), "r"(c[0]), "r"(c[1]) : "memory");
+      break;
+    case 3:
+      asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];"
+                   ::"l"(tmap), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+      break;
+    case 4:
+      asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+                   ::"l"(tmap), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+      break;
+    default:
+      asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+                   ::"l"(tmap), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+      break;
+  }
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
 extern "C" __global__ void tma_copy(const unsigned long long* __restrict__ tensor_maps,  // 16 words per case
                                     const TmaCase* __restrict__ cases, unsigned char* __restrict__ out,
                                     int window, unsigned char fill) {
@@ -40,35 +129,10 @@ extern "C" __global__ void tma_copy(const unsigned long long* __restrict__ tenso
     const unsigned dst = smem_u32(base + c.dst_offset);
     const unsigned bar = smem_u32(&barrier);
     const int z = c.coord;
-    switch (c.rank) {
-      case 1:
-        asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];"
-                     ::"r"(dst), "l"(tmap), "r"(bar), "r"(z) : "memory");
-        break;
-      case 2:
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %3}], [%2];"
-                     ::"r"(dst), "l"(tmap), "r"(bar), "r"(z) : "memory");
-        break;
-      case 3:
-        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %3, %3}], [%2];"
-                     ::"r"(dst), "l"(tmap), "r"(bar), "r"(z) : "memory");
-        break;
-      case 4:
-        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %3, %3, %3}], [%2];"
-                     ::"r"(dst), "l"(tmap), "r"(bar), "r"(z) : "memory");
-        break;
-      default:
-        asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %3, %3, %3, %3}], [%2];"
-                     ::"r"(dst), "l"(tmap), "r"(bar), "r"(z) : "memory");
-        break;
-    }
+    const int coords[5] = {z, z, z, z, z};
+    tma_load_box(dst, tmap, bar, c.rank, coords);
   }
-  unsigned done = 0;
-  while (!done) {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done) : "r"(smem_u32(&barrier)) : "memory");
-  }
+  mbarrier_wait(smem_u32(&barrier));
   __syncthreads();
   uint4* dump = reinterpret_cast<uint4*>(out + static_cast<unsigned long long>(blockIdx.x) * window);
   for (int i = threadIdx.x; i < window / 16; i += blockDim.x) dump[i] = reinterpret_cast<const uint4*>(base)[i];
@@ -87,30 +151,8 @@ extern "C" __global__ void tma_store(const unsigned long long* __restrict__ tens
   if (threadIdx.x == 0) {
     asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tensor_map) : "memory");
     const unsigned src = smem_u32(base);
-    switch (rank) {
-      case 1:
-        asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];"
-                     ::"l"(tensor_map), "r"(src), "r"(c0) : "memory");
-        break;
-      case 2:
-        asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
-                     ::"l"(tensor_map), "r"(src), "r"(c0), "r"(c1) : "memory");
-        break;
-      case 3:
-        asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];"
-                     ::"l"(tensor_map), "r"(src), "r"(c0), "r"(c1), "r"(c2) : "memory");
-        break;
-      case 4:
-        asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-                     ::"l"(tensor_map), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-        break;
-      default:
-        asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-                     ::"l"(tensor_map), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
-        break;
-    }
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    const int coords[5] = {c0, c1, c2, c3, c4};
+    tma_store_box(tensor_map, src, rank, coords);
   }
   __syncthreads();
 }
@@ -150,68 +192,16 @@ extern "C" __global__ void tma_tensor_copy(const unsigned long long* __restrict_
 
   const unsigned smem = smem_u32(base + c.dst_offset);
   const unsigned bar = smem_u32(&barrier);
-  const int x0 = c.coord[0], x1 = c.coord[1], x2 = c.coord[2], x3 = c.coord[3], x4 = c.coord[4];
   if (threadIdx.x == 0) {
     asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tmap) : "memory");
     if (c.store) {
-      switch (c.rank) {
-        case 1:
-          asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];"
-                       ::"l"(tmap), "r"(smem), "r"(x0) : "memory");
-          break;
-        case 2:
-          asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
-                       ::"l"(tmap), "r"(smem), "r"(x0), "r"(x1) : "memory");
-          break;
-        case 3:
-          asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];"
-                       ::"l"(tmap), "r"(smem), "r"(x0), "r"(x1), "r"(x2) : "memory");
-          break;
-        case 4:
-          asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-                       ::"l"(tmap), "r"(smem), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
-          break;
-        default:
-          asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-                       ::"l"(tmap), "r"(smem), "r"(x0), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
-          break;
-      }
-      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+      tma_store_box(tmap, smem, c.rank, c.coord);
     } else {
       asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(c.tx_bytes) : "memory");
-      switch (c.rank) {
-        case 1:
-          asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];"
-                       ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0) : "memory");
-          break;
-        case 2:
-          asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
-                       ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1) : "memory");
-          break;
-        case 3:
-          asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
-                       ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2) : "memory");
-          break;
-        case 4:
-          asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
-                       ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
-          break;
-        default:
-          asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
-                       ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
-          break;
-      }
+      tma_load_box(smem, tmap, bar, c.rank, c.coord);
     }
   }
-  if (!c.store) {
-    unsigned done = 0;
-    while (!done) {
-      asm volatile(
-          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-          : "=r"(done) : "r"(bar) : "memory");
-    }
-  }
+  if (!c.store) mbarrier_wait(bar);
   __syncthreads();
   uint4* dump = reinterpret_cast<uint4*>(out + static_cast<unsigned long long>(blockIdx.x) * window);
   for (int i = threadIdx.x; i < window / 16; i += blockDim.x) dump[i] = reinterpret_cast<const uint4*>(base)[i];
@@ -280,39 +270,10 @@ extern "C" __global__ void tma_multicast_load(const unsigned long long* __restri
   if (threadIdx.x == 0 && me == static_cast<unsigned>(c.issuer)) {
     const unsigned smem = smem_u32(base + c.dst_offset);
     const unsigned short mask = static_cast<unsigned short>(c.mask);
-    const int x0 = c.coord[0], x1 = c.coord[1], x2 = c.coord[2], x3 = c.coord[3], x4 = c.coord[4];
     asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tmap) : "memory");
-    switch (c.rank) {
-      case 1:
-        asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3}], [%2], %4;"
-                     ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "h"(mask) : "memory");
-        break;
-      case 2:
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;"
-                     ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "h"(mask) : "memory");
-        break;
-      case 3:
-        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;"
-                     ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2), "h"(mask) : "memory");
-        break;
-      case 4:
-        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5, %6}], [%2], %7;"
-                     ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2), "r"(x3), "h"(mask) : "memory");
-        break;
-      default:
-        asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5, %6, %7}], [%2], %8;"
-                     ::"r"(smem), "l"(tmap), "r"(bar), "r"(x0), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "h"(mask) : "memory");
-        break;
-    }
+    tma_load_multicast(smem, tmap, bar, c.rank, c.coord, mask);
   }
-  if (receives) {
-    unsigned done = 0;
-    while (!done) {
-      asm volatile(
-          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-          : "=r"(done) : "r"(bar) : "memory");
-    }
-  }
+  if (receives) mbarrier_wait(bar);
   __syncthreads();
   uint4* dump = reinterpret_cast<uint4*>(out + (static_cast<unsigned long long>(id) * cluster_nctarank() + me) * window);
   for (int i = threadIdx.x; i < window / 16; i += blockDim.x) dump[i] = reinterpret_cast<const uint4*>(base)[i];
