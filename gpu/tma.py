@@ -1,5 +1,5 @@
-"""Driver for TMA tiled copies on a Hopper GPU: tensor maps through cuda.bindings, the copy
-kernel (gpu/kernels/tma_copy.cu) through cuda.core, many cases per launch.
+"""Driver for TMA tiled copies on a Hopper GPU: tensor maps through ctypes on libcuda, the copy
+kernels (gpu/kernels/tma_copy.cu) through cuda.core, many cases per launch.
 
 ``box_encoding`` and ``expected_window`` are pure and run anywhere; ``TmaRunner`` needs a
 CUDA device (and torch for device buffers).
@@ -79,7 +79,7 @@ def expected_window(box: TiledBox, window: int) -> np.ndarray:
 def encode_tiled(e: TiledEncoding) -> tuple[int, np.ndarray]:
     """``libcuda``'s ``cuTensorMapEncodeTiled`` of ``e``, called through ctypes: its CUresult and the 128-byte tensor
     map as 16 uint64 words. Every array is a real pointer (an empty one too): cuda.bindings passes null for an empty
-    list, which the driver refuses (docs/findings.md), and costs about twice as much a call."""
+    list, which the driver refuses (docs/findings.md)."""
     import ctypes
 
     from layoutfuzz.gpu.device import libcuda

@@ -154,11 +154,15 @@ class TmaCopy(GpuTarget):
             raise ValueError("coordinates within +-65536")
 
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
-        """The box's simplifications (``tma.swizzle``'s) with the tensor kept around it, coordinates towards 0, dims
-        towards the box, padding dropped."""
+        """No cluster, the box's simplifications (``tma.swizzle``'s) with the tensor kept around it, coordinates towards
+        0, dims towards the box, padding dropped."""
         p = case.params
         e = p["element_bytes"]
         rank = len(p["box_dims"])
+        if p.get("cluster", 1) > 1:  # one CTA, or the issuer alone in the mask
+            yield replaced(p, cluster=1, multicast=1, issuer=0)
+            if p["multicast"] != 1 << p["issuer"]:
+                yield replaced(p, multicast=1 << p["issuer"])
         for i in range(rank - 1, 0, -1):  # an outer dim dropped, with its tensor dim and coordinate
             dropped = {key: p[key][:i] + p[key][i + 1:] for key in ("box_dims", "element_strides", "global_dims", "coords", "places")}
             yield replaced(p, **dropped, global_strides=strides(dropped["global_dims"], e, [0] * (rank - 2)))

@@ -207,3 +207,22 @@ def test_the_comparison_names_a_multicast_that_reached_a_cta_outside_its_mask():
     window = expected.window.copy()
     window[WINDOW + 128:WINDOW + 192] = window[128:192]  # rank 1 got the box too
     assert compare_copy(copy, expected, CopyResult(window, expected.region)).signature == "load: multicast reached a CTA outside its mask"
+
+
+def test_shrinking_a_multicast_copy_tries_one_cta_first_and_every_candidate_is_a_copy():
+    target = TmaCopy()
+    for i in range(400):
+        p = tensor_copy(RandomSource(f"shrink/{i}"))
+        if p["cluster"] > 1:
+            break
+    case = Case("tma.copy", 0, 0, p)
+    candidates = list(target.shrink(case))
+    assert candidates[0]["cluster"] == 1 and candidates[0]["multicast"] == 1
+    valid = 0
+    for candidate in candidates:
+        try:
+            target.validate(Case("tma.copy", 0, 0, candidate))
+            valid += 1
+        except ValueError:
+            pass
+    assert valid >= len(candidates) // 2
