@@ -209,7 +209,7 @@ class TmaSwizzle(GpuTarget):
         tensor map is the driver's answer for that case (``compare_batch`` checks it against the validity oracle)."""
         boxes = [box_from_params(c.params) for c in cases]
         rows, windows = self.on_device(lambda: _tma_runner().run_on_device(boxes, WINDOW))
-        return [_Refused(r) if isinstance(r, str) else _DeviceWindow(windows, r) for r in rows]
+        return [Refused(r) if isinstance(r, str) else _DeviceWindow(windows, r) for r in rows]
 
     def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> list[Comparison]:
         """The oracle's placements over all boxes (``oracles.tma_windows``), checked against the windows where they
@@ -221,8 +221,8 @@ class TmaSwizzle(GpuTarget):
         verdicts: list[Comparison | None] = [None] * len(cases)
         copied = []  # positions of windows to compare: both sides say the map was accepted
         for k, (e, o) in enumerate(zip(expected, observed)):
-            if e.refused or isinstance(o, _Refused):
-                verdicts[k] = compare_refusals(e.refused, o.refused if isinstance(o, _Refused) else None)
+            if e.refused or isinstance(o, Refused):
+                verdicts[k] = compare_refusals(e.refused, o.refused if isinstance(o, Refused) else None)
             else:
                 copied.append(k)
         if copied:
@@ -276,8 +276,8 @@ class _ExpectedWindow:
 
 
 @dataclass(frozen=True)
-class _Refused:
-    """The driver's refusal of a box's tensor map."""
+class Refused:
+    """The driver's refusal of a tensor map (its error's name), as a batch's observed entry."""
 
     refused: str
 

@@ -24,6 +24,7 @@ from layoutfuzz.generators.tma_copy import MAX_TENSOR_BYTES, strides, tensor_cop
 from layoutfuzz.gpu.targets import (
     WINDOW,
     GpuTarget,
+    Refused,
     TmaSwizzle,
     box_from_params,
     compare_refusals,
@@ -216,13 +217,13 @@ class TmaCopy(GpuTarget):
 
     def observed_batch(self, cases: Sequence[Case]) -> list[Any]:
         results = self.on_device(lambda: _runner().run([copy_from_params(c.params) for c in cases], WINDOW))
-        return [_Refusal(r) if isinstance(r, str) else CopyResult(*r) for r in results]
+        return [Refused(r) if isinstance(r, str) else CopyResult(*r) for r in results]
 
     def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> list[Comparison]:
         verdicts = []
         for e, o in zip(expected, observed):
-            if e.refused or isinstance(o, _Refusal):
-                verdicts.append(compare_refusals(e.refused, o.refused if isinstance(o, _Refusal) else None))
+            if e.refused or isinstance(o, Refused):
+                verdicts.append(compare_refusals(e.refused, o.refused if isinstance(o, Refused) else None))
             else:
                 verdicts.append(compare_copy(e.copy, e.result, o))
         return verdicts
@@ -255,11 +256,3 @@ class _Expected:
 
     def __json__(self) -> dict[str, str]:
         return {"refused": self.refused} if self.refused else self.result.__json__()
-
-
-@dataclass(frozen=True)
-class _Refusal:
-    refused: str
-
-    def __json__(self) -> dict[str, str]:
-        return {"refused": self.refused}

@@ -176,13 +176,13 @@ def test_raw_store_at_a_negative_coordinate_traps():
 def test_one_launch_for_many_boxes_gives_each_case_its_own_verdict():
     # issue 16: observed_batch (one launch, one source buffer for every map) and compare_batch (the oracle over
     # arrays) against the same cases one by one; a planted wrong byte is found in its case alone
-    from layoutfuzz.gpu.targets import TmaSwizzle, _Refused, _Window
+    from layoutfuzz.gpu.targets import Refused, TmaSwizzle, _Window
     from layoutfuzz.harness.runner import make_case
 
     target = TmaSwizzle()
     cases = [make_case(target, 11, i) for i in range(300)]
     observed = target.observed_batch(cases)
-    live = [i for i, o in enumerate(observed) if not isinstance(o, _Refused)]
+    live = [i for i, o in enumerate(observed) if not isinstance(o, Refused)]
     assert 100 < len(live) < 300  # the sm_100 sub-modes' tensor maps are refused on an H100
     refused = [i for i in range(300) if i not in live]  # and each refusal is the one the validity oracle predicts
     expected = target.expected_batch(cases)

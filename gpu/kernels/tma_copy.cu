@@ -14,6 +14,25 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// The 1024-byte aligned start of the dynamic shared memory: every kernel's window (and dstMem's base)
+__device__ __forceinline__ unsigned char* window_base(unsigned char* raw) {
+  return reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw) + 1023ull) & ~1023ull);
+}
+
+// window bytes (a 16-byte multiple) of the fill value, or of `pattern` where one is given, written by the whole block
+__device__ __forceinline__ void fill_window(unsigned char* base, int window, unsigned char fill, const unsigned char* pattern = nullptr) {
+  const unsigned f4 = 0x01010101u * fill;
+  const uint4 fill16 = make_uint4(f4, f4, f4, f4);
+  for (int i = threadIdx.x; i < window / 16; i += blockDim.x)
+    reinterpret_cast<uint4*>(base)[i] = pattern ? reinterpret_cast<const uint4*>(pattern)[i] : fill16;
+}
+
+// the window, raw, to row `row` of `out`, by the whole block
+__device__ __forceinline__ void dump_window(unsigned char* out, unsigned long long row, const unsigned char* base, int window) {
+  uint4* dump = reinterpret_cast<uint4*>(out + row * window);
+  for (int i = threadIdx.x; i < window / 16; i += blockDim.x) dump[i] = reinterpret_cast<const uint4*>(base)[i];
+}
+
 // waits for phase 0 of the mbarrier at shared address bar
 __device__ __forceinline__ void mbarrier_wait(unsigned bar) {
   unsigned done = 0;
@@ -108,13 +127,11 @@ extern "C" __global__ void tma_copy(const unsigned long long* __restrict__ tenso
                                     int window, unsigned char fill) {
   extern __shared__ unsigned char raw[];
   __shared__ __align__(8) unsigned long long barrier;
-  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw) + 1023ull) & ~1023ull);
+  unsigned char* base = window_base(raw);
   const TmaCase c = cases[blockIdx.x];
   const unsigned long long* tmap = tensor_maps + 16ull * blockIdx.x;
 
-  const unsigned f4 = 0x01010101u * fill;
-  const uint4 fill16 = make_uint4(f4, f4, f4, f4);
-  for (int i = threadIdx.x; i < window / 16; i += blockDim.x) reinterpret_cast<uint4*>(base)[i] = fill16;  // window: 16-byte multiple
+  fill_window(base, window, fill);
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&barrier)));
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -134,8 +151,7 @@ extern "C" __global__ void tma_copy(const unsigned long long* __restrict__ tenso
   }
   mbarrier_wait(smem_u32(&barrier));
   __syncthreads();
-  uint4* dump = reinterpret_cast<uint4*>(out + static_cast<unsigned long long>(blockIdx.x) * window);
-  for (int i = threadIdx.x; i < window / 16; i += blockDim.x) dump[i] = reinterpret_cast<const uint4*>(base)[i];
+  dump_window(out, blockIdx.x, base, window);
 }
 
 // One raw TMA tiled *store* (no Triton): shared memory holds a known pattern (byte i = 13 i + 1), which
@@ -144,7 +160,7 @@ extern "C" __global__ void tma_copy(const unsigned long long* __restrict__ tenso
 extern "C" __global__ void tma_store(const unsigned long long* __restrict__ tensor_map, int rank, int c0, int c1, int c2,
                                      int c3, int c4, int bytes) {
   extern __shared__ unsigned char raw[];
-  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw) + 1023ull) & ~1023ull);
+  unsigned char* base = window_base(raw);
   for (int i = threadIdx.x; i < bytes; i += blockDim.x) base[i] = static_cast<unsigned char>(13 * i + 1);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the pattern before the copy engine reads it
   __syncthreads();
@@ -175,14 +191,11 @@ extern "C" __global__ void tma_tensor_copy(const unsigned long long* __restrict_
                                            unsigned char* __restrict__ out, int window, unsigned char fill) {
   extern __shared__ unsigned char raw[];
   __shared__ __align__(8) unsigned long long barrier;
-  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw) + 1023ull) & ~1023ull);
+  unsigned char* base = window_base(raw);
   const TmaTensorCase c = cases[blockIdx.x];
   const unsigned long long* tmap = tensor_maps + 16ull * blockIdx.x;
 
-  const unsigned f4 = 0x01010101u * fill;
-  const uint4 fill16 = make_uint4(f4, f4, f4, f4);
-  for (int i = threadIdx.x; i < window / 16; i += blockDim.x)
-    reinterpret_cast<uint4*>(base)[i] = c.store ? reinterpret_cast<const uint4*>(pattern)[i] : fill16;
+  fill_window(base, window, fill, c.store ? pattern : nullptr);
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&barrier)));
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -203,8 +216,7 @@ extern "C" __global__ void tma_tensor_copy(const unsigned long long* __restrict_
   }
   if (!c.store) mbarrier_wait(bar);
   __syncthreads();
-  uint4* dump = reinterpret_cast<uint4*>(out + static_cast<unsigned long long>(blockIdx.x) * window);
-  for (int i = threadIdx.x; i < window / 16; i += blockDim.x) dump[i] = reinterpret_cast<const uint4*>(base)[i];
+  dump_window(out, blockIdx.x, base, window);
 }
 
 // A multicast load across a thread-block cluster, one cluster per case: every CTA fills its window, the CTAs in the
@@ -248,15 +260,13 @@ extern "C" __global__ void tma_multicast_load(const unsigned long long* __restri
                                               int window, unsigned char fill) {
   extern __shared__ unsigned char raw[];
   __shared__ __align__(8) unsigned long long barrier;
-  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw) + 1023ull) & ~1023ull);
+  unsigned char* base = window_base(raw);
   const unsigned me = cluster_ctarank(), id = cluster_id_x();
   const TmaMulticastCase c = cases[id];
   const unsigned long long* tmap = tensor_maps + 16ull * id;
   const bool receives = (c.mask >> me) & 1;
 
-  const unsigned f4 = 0x01010101u * fill;
-  const uint4 fill16 = make_uint4(f4, f4, f4, f4);
-  for (int i = threadIdx.x; i < window / 16; i += blockDim.x) reinterpret_cast<uint4*>(base)[i] = fill16;
+  fill_window(base, window, fill);
   const unsigned bar = smem_u32(&barrier);
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
@@ -275,7 +285,6 @@ extern "C" __global__ void tma_multicast_load(const unsigned long long* __restri
   }
   if (receives) mbarrier_wait(bar);
   __syncthreads();
-  uint4* dump = reinterpret_cast<uint4*>(out + (static_cast<unsigned long long>(id) * cluster_nctarank() + me) * window);
-  for (int i = threadIdx.x; i < window / 16; i += blockDim.x) dump[i] = reinterpret_cast<const uint4*>(base)[i];
+  dump_window(out, static_cast<unsigned long long>(id) * cluster_nctarank() + me, base, window);
   cluster_sync();  // no CTA leaves while a copy may still write into another
 }
