@@ -330,11 +330,18 @@ def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(t
         except sqlite3.Error:
             return 0
 
-    deadline = time.monotonic() + 120
+    seen = []  # the campaign's start line first (read off stderr: on a loaded machine the store alone once told too late)
+    while not any(line.startswith("layoutfuzz:") for line in seen):
+        line = child.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+    deadline = time.monotonic() + 5
     while recorded() < 50 and time.monotonic() < deadline:  # interrupt mid-run, with every worker up
         time.sleep(0.05)
     os.killpg(child.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group, as in a terminal
-    _, err = child.communicate(timeout=120)
+    _, rest = child.communicate(timeout=120)
+    err = "".join(seen) + rest
     assert child.returncode == 130 and "resumes" in err, err
     # no traceback of the matrix, its campaign or a worker (issue 19: Ctrl-C reached a spawned worker before its
     # initializer ignored SIGINT; workers now fork from a server that ignores it)
