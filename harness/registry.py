@@ -27,6 +27,8 @@ BUILTIN: dict[str, str] = {
     "triton.wgmma": "layoutfuzz.gpu.triton_wgmma:TritonWgmma",
     "pycute.layouts": "layoutfuzz.harness.targets.pycute_layouts:PycuteLayouts",
     "cute.layouts": "layoutfuzz.harness.targets.cute_dsl_layouts:CuteDslLayouts",
+    "cute.smem_atoms": "layoutfuzz.harness.targets.cute_smem_atoms:CuteSmemAtoms",
+    "mosaic.layouts": "layoutfuzz.harness.targets.mosaic_layouts:MosaicLayouts",
 }
 
 

@@ -11,7 +11,9 @@ and the layout-algebra documentation, ``02_layout_algebra.md``).
 
 from __future__ import annotations
 
-from layoutfuzz.oracles.cute import Layout
+import numpy as np
+
+from layoutfuzz.oracles.cute import Layout, flatten
 
 Violations = list[tuple[str, str]]
 SHOWN = 3  # examples kept per property
@@ -20,6 +22,16 @@ SHOWN = 3  # examples kept per property
 def offsets(layout: Layout) -> list[int]:
     """The layout as a function: its offset at every index 0..size-1."""
     return [layout(i) for i in range(layout.size())]
+
+
+def offsets_array(layout: Layout) -> np.ndarray:
+    """``offsets`` over arrays: each leaf's coordinate of every index times its stride, summed (int64)."""
+    index = np.arange(layout.size(), dtype=np.int64)
+    total = np.zeros_like(index)
+    for size, stride in zip(flatten(layout.shape), flatten(layout.stride)):
+        total += index % size * stride
+        index //= size
+    return total
 
 
 def depth(t) -> int:

@@ -29,11 +29,11 @@ def test_the_test_extra_leaves_out_what_makes_a_test_venv_heavy():
     import tomllib
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    heavy = ("cuda", "nvidia", "cutlass", "galois", "numba", "torch")
+    heavy = ("cuda", "nvidia", "cutlass", "galois", "numba", "torch", "jax")
     assert not [d for d in extras["test"] if any(h in d for h in heavy)]
-    assert {"cuda", "crosscheck", "cutedsl"} <= set(extras)
+    assert {"cuda", "crosscheck", "cutedsl", "mosaic"} <= set(extras)
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "pip install -q 'triton==3.6.0' -e '.[test,cuda,crosscheck,cutedsl]'" in ci
+    assert "pip install -q 'triton==3.6.0' -e '.[test,cuda,crosscheck,cutedsl,mosaic]'" in ci
 
 
 def test_ci_runs_the_suite_under_the_oldest_and_the_newest_supported_triton():

@@ -1,0 +1,38 @@
+"""Samplers of tiled shared-memory layout atoms: an atom kind (major-ness and swizzle), an element type, the shape
+the atom is tiled to (MN, K, and for a pipeline's buffers a stage count) and the order atoms are laid out in.
+
+One case in ten asks for a shape the atom does not divide (CuTe refuses it); the rest are whole repeats of the atom,
+kept under 2**16 elements."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from layoutfuzz.generators.source import Source, permutation
+from layoutfuzz.oracles.smem_atoms import KINDS, atom_shape
+
+# element types by name, with their width in bits: every width the atoms are defined for (CuTe upcasts a bit atom to
+# any type); the names are the system-independent ones, each system maps them to its own types
+ELEMENTS: dict[str, int] = {
+    "s4": 4, "e2m1": 4, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8, "f16": 16, "bf16": 16, "s16": 16,
+    "tf32": 32, "f32": 32, "s32": 32, "f64": 64,
+}
+MAX_ELEMENTS = 1 << 16
+NOT_DIVIDING_ONE_IN = 10
+
+
+def smem_atom_tile(source: Source) -> dict[str, Any]:
+    """{"kind", "element", "shape": [MN, K(, stages)], "order": a permutation of the modes}."""
+    kind = source.choice(tuple(KINDS))
+    element = source.choice(tuple(ELEMENTS))
+    a_mn, a_k = atom_shape(kind, ELEMENTS[element])
+    rank = source.choice((2, 2, 3))
+    reps = [source.choice((1, 2, 3, 4, 8)), source.choice((1, 2, 3, 4, 8))]
+    stages = [source.integer(1, 4)] if rank == 3 else []
+    while a_mn * reps[0] * a_k * reps[1] * (stages[0] if stages else 1) > MAX_ELEMENTS:
+        reps[reps.index(max(reps))] //= 2
+    shape = [a_mn * reps[0], a_k * reps[1], *stages]
+    if source.integer(1, NOT_DIVIDING_ONE_IN) == 1:
+        mode = source.integer(0, 1)
+        shape[mode] -= source.integer(1, (a_mn, a_k)[mode] - 1)
+    return {"kind": kind, "element": element, "shape": shape, "order": permutation(source, rank)}

@@ -1,0 +1,222 @@
+"""Target ``cute.smem_atoms``: the Hopper shared-memory layout atoms of CUTLASS's Python DSL
+(``cute.nvgpu.warpgroup.make_smem_layout_atom``), tiled by ``cute.tile_to_shape``, against where the hardware
+expects each element (``oracles.smem_atoms``: the canonical layouts of seed 000 inside an atom, CuTe's tile_to_shape
+between atoms).
+
+The DSL's atom is ``swizzle o 0 o layout``; its kernels put the layout on a pointer swizzled by the swizzle
+(``SmemAllocator.get_tensor(layout.outer, swizzle=layout.inner)``, as CuTe C++'s ``smem_ptr_flag`` does), where the
+swizzle acts on byte addresses. A case is judged that way: the address of element i is
+``swizzle(bytes of (offset + outer(i)))``. The composed layout read as a function in elements, as the atom's
+docstring words it, is another map for elements wider than a byte (``cute.recast_layout(8, 16, atom)`` moves the
+swizzle to ``S<3,5,3>``): each case measures whether that reading agrees too (metric ``element_units_agree``), so a
+table shows where the two conventions part, without calling either reading a bug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.smem_atoms import ELEMENTS, smem_atom_tile
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Parameter, Space
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.target import Availability, Target
+from layoutfuzz.harness.targets.cute_algebra import _lists, _tuple
+from layoutfuzz.harness.targets.cute_dsl_layouts import PACKAGE, _static
+from layoutfuzz.oracles import smem_atoms as atoms
+from layoutfuzz.oracles.cute import Layout, Swizzle
+from layoutfuzz.oracles.cute_properties import offsets_array
+from layoutfuzz.oracles.linear_layout import LayoutError
+
+# the DSL's type for each element name of the case model
+DSL_TYPES = {
+    "s4": "Int4", "e2m1": "Float4E2M1FN", "e4m3": "Float8E4M3FN", "e5m2": "Float8E5M2", "s8": "Int8", "u8": "Uint8",
+    "f16": "Float16", "bf16": "BFloat16", "s16": "Int16", "tf32": "TFloat32", "f32": "Float32", "s32": "Int32",
+    "f64": "Float64",
+}
+SHOWN = 4  # mismatching elements listed in a report
+
+
+class CuteSmemAtoms(Target):
+    name = "cute.smem_atoms"
+    layer = "CuTe DSL (cute.nvgpu.warpgroup atoms, cute.tile_to_shape)"
+    description = ("CUTLASS's Python DSL Hopper shared-memory layout atoms tiled to random shapes, vs the canonical "
+                   "layouts of seed 000 and CuTe's tile_to_shape")
+    requires = (f"{PACKAGE} (pip install 'layoutfuzz[cutedsl]')",)
+    max_batch = 1024
+
+    def availability(self) -> Availability:
+        try:
+            import cutlass.cute.nvgpu.warpgroup  # noqa: F401
+        except ImportError:
+            return Availability(False, f"needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]' ({PACKAGE})")
+        except Exception as exc:  # the DSL's own start-up failed here
+            return Availability(False, f"{PACKAGE} does not load here: {str(exc)[:200]}")
+        return Availability(True)
+
+    def versions(self) -> Mapping[str, str]:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return {PACKAGE: version(PACKAGE)}
+        except PackageNotFoundError:
+            return {}
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        return smem_atom_tile(source)
+
+    def validate(self, case: Case) -> None:
+        p = case.params
+        atoms.kind_of(p["kind"])
+        if p["element"] not in ELEMENTS:
+            raise ValueError(f"element must be one of {', '.join(ELEMENTS)}")
+        shape, order = p["shape"], p["order"]
+        if len(shape) not in (2, 3) or not all(isinstance(n, int) and n >= 1 for n in shape):
+            raise ValueError("shape is [MN, K] or [MN, K, stages] of positive ints")
+        atoms.ordered_strides(shape, order)
+
+    def family(self, case: Case) -> str:
+        p = case.params
+        return p["kind"] if atoms.divides(p["kind"], ELEMENTS[p["element"]], p["shape"]) else "not divided"
+
+    def parameter_space(self) -> Space:
+        api = "CuTe DSL warpgroup.SmemLayoutAtomKind; cute/atom/mma_traits_sm90_gmma.hpp"
+        return Space((
+            Parameter("kind", tuple(atoms.KINDS), api, lambda p: p["kind"]),
+            Parameter("element", tuple(ELEMENTS), "any width CuTe upcasts its bit atoms to (4-64 bits)", lambda p: p["element"]),
+            Parameter("rank", (2, 3), "tile_to_shape: (MN, K) or (MN, K, stages)", lambda p: len(p["shape"])),
+            Parameter("order", ("MN first", "K first", "stage first"), "tile_to_shape's order: any permutation",
+                      lambda p: ("MN first", "K first", "stage first")[p["order"].index(0)]),
+            Parameter("atom divides the shape", ("yes", "no"), "CuTe: tile_to_shape asserts it divides",
+                      lambda p: "yes" if atoms.divides(p["kind"], ELEMENTS[p["element"]], p["shape"]) else "no"),
+        ), lambda a, x, b, y: {a: x, b: y}.get("order") == "stage first" and {a: x, b: y}.get("rank") == 2)
+
+    def expected(self, case: Case) -> Any:
+        """Every element's bit address, or None where CuTe refuses the shape."""
+        p = case.params
+        bits = ELEMENTS[p["element"]]
+        if not atoms.divides(p["kind"], bits, p["shape"]):
+            return None
+        return atoms.tile_bit_addresses(p["kind"], bits, p["shape"], p["order"])
+
+    def observed(self, case: Case) -> Any:
+        result = self.observed_batch([case])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def observed_batch(self, cases: Sequence[Case]) -> Sequence[Any]:
+        """Every case's tiled atom in one @cute.jit trace: {"swizzle": [B, M, S], "offset", "shape", "stride"};
+        {"refused": message} where the DSL raised on a shape its atom does not divide; the exception otherwise."""
+        calls = [(c.params["kind"], DSL_TYPES[c.params["element"]], tuple(c.params["shape"]), tuple(c.params["order"]))
+                 for c in cases]
+        out = []
+        for case, result in zip(cases, tile_many(calls)):
+            p = case.params
+            if isinstance(result, BaseException) and not atoms.divides(p["kind"], ELEMENTS[p["element"]], p["shape"]):
+                result = {"refused": f"{type(result).__name__}: {str(result)[:300]}"}
+            out.append(result)
+        return out
+
+    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        p = case.params
+        if expected is None:
+            if "refused" in observed:
+                return Comparison(True)
+            return Comparison(False, 1, (f"returned shape {observed['shape']} for {p['shape']}",),
+                              "tile_to_shape accepted a shape its atom does not divide",
+                              f"the {p['kind']} atom of {p['element']} {atoms.atom_shape(p['kind'], ELEMENTS[p['element']])} "
+                              f"does not divide {p['shape']}; CuTe asserts it does, the DSL returned {_text(observed)}")
+        if "refused" in observed:
+            return Comparison(False, 1, (observed["refused"],), "tile_to_shape refused a shape its atom divides",
+                              f"the DSL refused {p['shape']}: {observed['refused']}")
+        layout = Layout(_tuple(observed["shape"]), _tuple(observed["stride"]))
+        extents = [Layout(m.shape, m.stride).size() for m in (layout.mode(i) for i in range(len(layout)))]
+        if extents != list(p["shape"]):
+            return Comparison(False, 1, (f"mode sizes {extents}",), "the tiled layout's shape is not the one asked for",
+                              f"asked for {p['shape']}, the DSL returned {_text(observed)}")
+        got = pointer_bit_addresses(observed, ELEMENTS[p["element"]])
+        wrong = np.flatnonzero(got != expected)
+        if not len(wrong):
+            return Comparison(True)
+        examples = tuple(f"element {_coord(int(i), p['shape'])}: bit {int(got[i])}, expected {int(expected[i])}"
+                         for i in wrong[:SHOWN])
+        return Comparison(False, len(wrong), examples, f"{p['kind']}: elements at other addresses than the hardware's",
+                          f"{_text(observed)} as a swizzled pointer puts {len(wrong)} of {len(got)} elements elsewhere")
+
+    def metrics(self, case: Case, observed: Any) -> Mapping[str, float]:
+        """Whether the composed layout read as a function in elements (its docstring's words) gives the same addresses."""
+        p = case.params
+        bits = ELEMENTS[p["element"]]
+        if not isinstance(observed, dict) or "refused" in observed or not atoms.divides(p["kind"], bits, p["shape"]):
+            return {}
+        try:
+            expected = atoms.tile_bit_addresses(p["kind"], bits, p["shape"], p["order"])
+            function = element_bit_addresses(observed, bits)
+        except (LayoutError, ValueError):
+            return {}
+        return {"element_units_agree": float(function.shape == expected.shape and bool((function == expected).all()))}
+
+
+def _swizzle(observed: Mapping[str, Any]) -> Swizzle:
+    return Swizzle(*observed["swizzle"])
+
+
+def pointer_bit_addresses(observed: Mapping[str, Any], elem_bits: int) -> np.ndarray:
+    """Bit addresses when the layout sits on a pointer swizzled by the swizzle: the swizzle acts on byte addresses."""
+    bits = (observed["offset"] + offsets_array(Layout(_tuple(observed["shape"]), _tuple(observed["stride"])))) * elem_bits
+    return _swizzle_array(bits >> 3, _swizzle(observed)) << 3 | (bits & 7)
+
+
+def element_bit_addresses(observed: Mapping[str, Any], elem_bits: int) -> np.ndarray:
+    """Bit addresses when the composed layout is a function in elements: the swizzle acts on element offsets."""
+    elements = observed["offset"] + offsets_array(Layout(_tuple(observed["shape"]), _tuple(observed["stride"])))
+    return _swizzle_array(elements, _swizzle(observed)) * elem_bits
+
+
+def _swizzle_array(offset: np.ndarray, swizzle: Swizzle) -> np.ndarray:
+    """``Swizzle<B,M,S>`` over an array (``oracles.cute.Swizzle``'s rule)."""
+    mask = (1 << swizzle.bits) - 1
+    return offset ^ (((offset >> (swizzle.base + swizzle.shift)) & mask) << swizzle.base)
+
+
+def tile_many(calls: Sequence[tuple[str, str, tuple, tuple]]) -> list[Any]:
+    """For each (kind, DSL type name, shape, order): the DSL's tile_to_shape of its atom as plain data, or the
+    exception the DSL raised; all in one @cute.jit trace."""
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.nvgpu import warpgroup
+
+    results: list[Any] = []
+
+    @cute.jit
+    def trace() -> None:  # a fresh function each batch: the DSL caches a traced function by its arguments
+        for kind, dtype, shape, order in calls:
+            try:
+                atom = warpgroup.make_smem_layout_atom(getattr(warpgroup.SmemLayoutAtomKind, kind), getattr(cutlass, dtype))
+                tiled = cute.tile_to_shape(atom, shape, order)
+                sw = tiled.inner
+                results.append({"swizzle": [int(sw.num_bits), int(sw.num_base), int(sw.num_shift)],
+                                "offset": _static(tiled.offset), "shape": _lists(_static(tiled.outer.shape)),
+                                "stride": _lists(_static(tiled.outer.stride))})
+            except Exception as exc:  # the DSL's raise on this input: that case's answer
+                results.append(exc)
+
+    trace()
+    return results
+
+
+def _coord(index: int, shape: Sequence[int]) -> list[int]:
+    out = []
+    for n in shape:
+        out.append(index % n)
+        index //= n
+    return out
+
+
+def _text(observed: Mapping[str, Any]) -> str:
+    return f"S<{','.join(map(str, observed['swizzle']))}> o {observed['offset']} o {observed['shape']}:{observed['stride']}"

@@ -1,0 +1,210 @@
+"""Target ``mosaic.layouts``: JAX Mosaic GPU's register layouts (``TiledLayout``, the WGMMA layouts) on the CPU:
+which thread of the warpgroup and which register hold each element, against ``oracles.mosaic_layouts`` (the PTX
+wgmma fragments; the F2 layout a TiledLayout denotes by its documented definition).
+
+What Mosaic says is read from its own index code: ``TiledLayout.thread_idxs(shape)``, the per-thread, per-register
+index every untiled load, store and ``foreach`` of a ``FragmentedArray`` is built from. It emits MLIR ``arith`` ops on
+the thread index; here it runs with those ops on NumPy integers instead (one value per thread of the warpgroup:
+``addi``, ``muli``, ``divui``, ``remui`` on non-negative integers are +, *, //, %), so nothing is compiled. Each
+layout is also canonicalized (``TiledLayout.canonicalize``), which must not change which thread holds what.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.mosaic_layouts import NAMED, WGMMA, mosaic_layout_case
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Parameter, Space
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.target import Availability, Target
+from layoutfuzz.oracles import mosaic_layouts as oracle
+from layoutfuzz.oracles.linear_layout import LayoutError
+
+PACKAGES = ("jax", "jaxlib")
+SHOWN = 4
+
+
+class MosaicLayouts(Target):
+    name = "mosaic.layouts"
+    layer = "JAX Mosaic GPU (fragmented_array.TiledLayout)"
+    description = "JAX Mosaic GPU's register layouts (TiledLayout, WGMMA layouts): which thread and register hold each element"
+    requires = ("jax and jaxlib with Mosaic GPU (pip install 'layoutfuzz[mosaic]')",)
+    preload = ("jax.experimental.mosaic.gpu",)
+
+    def availability(self) -> Availability:
+        try:
+            from jax.experimental.mosaic.gpu import fragmented_array  # noqa: F401
+        except ImportError as exc:
+            return Availability(False, f"needs JAX's Mosaic GPU: pip install 'layoutfuzz[mosaic]' ({exc})")
+        except Exception as exc:  # jaxlib's native start-up failed here
+            return Availability(False, f"jax's Mosaic GPU does not load here: {str(exc)[:200]}")
+        return Availability(True)
+
+    def versions(self) -> Mapping[str, str]:
+        from importlib.metadata import PackageNotFoundError, version
+
+        out = {}
+        for package in PACKAGES:
+            with contextlib.suppress(PackageNotFoundError):
+                out[package] = version(package)
+        return out
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        return mosaic_layout_case(source)
+
+    def validate(self, case: Case) -> None:
+        p = case.params
+        if p.get("family") not in ("wgmma", "named", "random"):
+            raise ValueError("family must be wgmma, named or random")
+        if p["family"] != "random" and p.get("name") not in (WGMMA if p["family"] == "wgmma" else NAMED):
+            raise ValueError(f"no {p['family']} layout {p.get('name')!r}")
+        self.expected(case)
+
+    def family(self, case: Case) -> str:
+        p = case.params
+        return f"{p['family']}: {p['name']}" if "name" in p else p["family"]
+
+    def parameter_space(self) -> Space:
+        source = "Mosaic GPU fragmented_array.py (jax 0.10.2)"
+        return Space((
+            Parameter("family", ("wgmma", "named", "random"), "PTX wgmma fragments; Mosaic's named and any tiled layouts",
+                      lambda p: p["family"]),
+            Parameter("named layout", tuple(NAMED), source, lambda p: p.get("name") if p["family"] == "named" else None),
+            Parameter("array rank", (1, 2, 3), "TiledLayout: any rank its tiling applies to", lambda p: len(p["shape"])),
+            Parameter("replicated warps or lanes", ("no", "yes"), "TiledLayout: Replicated(n) among warp/lane dims",
+                      lambda p: "yes" if any(isinstance(d, dict) for d in (*p["warp_dims"], *p["lane_dims"])) else "no"),
+            Parameter("vector length", ("1", "2", "4", "8+"), "TiledLayout: any size of the vector dim",
+                      lambda p: _vector_label(p)),
+        ), _illegal)
+
+    def expected(self, case: Case) -> np.ndarray:
+        """[thread, register element]: the row-major index of the element held (the PTX fragment or the F2 layout)."""
+        p = case.params
+        if p["family"] == "wgmma":
+            rows, cols = p["shape"]
+            if rows != 64:
+                raise LayoutError("a wgmma fragment is 64 rows")
+            fragment = oracle.wgmma_fragment(WGMMA[p["name"]][0], cols)
+            return fragment[..., 0] * cols + fragment[..., 1]
+        return oracle.holders(oracle.tiled_layout(p["shape"], p["tiles"], _dims(p["warp_dims"]), _dims(p["lane_dims"]),
+                                                  p["vector_dim"]))
+
+    def observed(self, case: Case) -> dict[str, Any]:
+        """What Mosaic's thread_idxs gives for the layout and for its canonical form."""
+        from jax.experimental.mosaic.gpu import fragmented_array as fa
+
+        p = case.params
+        layout = fa.TiledLayout(fa.Tiling(tuple(tuple(t) for t in p["tiles"])), _mosaic_dims(fa, p["warp_dims"]),
+                                _mosaic_dims(fa, p["lane_dims"]), p["vector_dim"], _check_canonical=False)
+        shape = tuple(p["shape"])
+        holders = thread_holders(layout, shape)
+        try:
+            canonical = layout.canonicalize()
+        except ValueError as exc:  # Mosaic's own check of the layout it built: an answer, not a harness error
+            return {"holders": holders, "canonical": f"raised {type(exc).__name__}: {str(exc)[:200]}"}
+        return {"holders": holders, "canonical": thread_holders(canonical, shape)}
+
+    def compare(self, case: Case, expected: np.ndarray, observed: Mapping[str, Any]) -> Comparison:
+        if isinstance(observed["canonical"], str):
+            return Comparison(False, 1, (observed["canonical"],), f"canonical: {observed['canonical'][:120]}",
+                              f"canonicalize() of a layout that holds every element {observed['canonical']}")
+        for key, what in (("holders", "Mosaic's layout"), ("canonical", "its canonical form")):
+            got = np.asarray(observed[key])
+            if got.shape != expected.shape:
+                return Comparison(False, 1, (f"{got.shape[1]} register elements a thread, expected {expected.shape[1]}",),
+                                  f"{key}: another number of registers", f"{what} holds {got.shape} for {expected.shape}")
+            wrong = np.argwhere(got != expected)
+            if len(wrong):
+                examples = tuple(f"thread {t} register element {r}: element {got[t, r]}, expected {expected[t, r]}"
+                                 for t, r in wrong[:SHOWN])
+                return Comparison(False, len(wrong), examples, f"{key}: elements in other threads or registers",
+                                  f"{what} puts {len(wrong)} of {got.size} (thread, register) slots elsewhere")
+        return Comparison(True)
+
+
+def _traits(layout: Mapping[str, Any]) -> dict[str, Any]:
+    """What a fixed (named or wgmma) layout always draws: its rank, replication and vector length."""
+    return {"array rank": len(layout["tiles"][0]),
+            "replicated warps or lanes": "yes" if any(isinstance(d, dict) for d in (*layout["warp_dims"], *layout["lane_dims"])) else "no",
+            "vector length": _vector_label({**layout, "shape": layout["tiles"][0]})}
+
+
+def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
+    """Pairs that cannot occur: a named layout has one rank, replication and vector length, and only in family named;
+    the wgmma family draws three of them."""
+    pair = {a: x, b: y}
+    if "named layout" in pair:
+        traits = _traits(NAMED[pair["named layout"]])
+        return pair.get("family", "named") != "named" or any(pair[k] != v for k, v in traits.items() if k in pair)
+    if pair.get("family") == "wgmma":
+        allowed = [_traits(NAMED[name]) for name in WGMMA]
+        return not any(all(pair[k] == t[k] for k in pair if k in t) for t in allowed)
+    if pair.get("family") == "named":
+        return not any(all(pair[k] == t[k] for k in pair if k in t) for t in map(_traits, NAMED.values()))
+    return False
+
+
+def _vector_label(p: Mapping[str, Any]) -> str:
+    size = oracle.tiled_shape(p["shape"], p["tiles"])[p["vector_dim"]]
+    return str(size) if size < 8 else "8+"
+
+
+def _dims(dims: list[Any]) -> list[oracle.Dim]:
+    return [oracle.Replicated(d["replicated"]) if isinstance(d, dict) else d for d in dims]
+
+
+def _mosaic_dims(fa: Any, dims: list[Any]) -> tuple[Any, ...]:
+    return tuple(fa.Replicated(d["replicated"]) if isinstance(d, dict) else d for d in dims)
+
+
+class _Numbers:
+    """Stands in for ``jaxlib.mlir.dialects.arith`` in Mosaic's index code: the ops on integers, one per thread."""
+
+    addi = staticmethod(lambda a, b: a + b)
+    muli = staticmethod(lambda a, b: a * b)
+    divui = staticmethod(lambda a, b: a // b)
+    remui = staticmethod(lambda a, b: a % b)
+    index_castui = staticmethod(lambda _type, a: a)
+    constant = staticmethod(lambda _type, value: value)
+
+
+@contextlib.contextmanager
+def _on_integers() -> Iterator[None]:
+    """Mosaic's index code evaluated on NumPy integers for the 128 threads of a warpgroup, then restored."""
+    from jax.experimental.mosaic.gpu import fragmented_array as fa
+    from jax.experimental.mosaic.gpu import utils
+    from jaxlib.mlir import ir
+
+    saved = (fa.arith, fa.c, utils.arith, utils.c, utils.thread_idx)
+    fa.arith = utils.arith = _Numbers
+    fa.c = utils.c = lambda value, _type=None: int(value)
+    utils.thread_idx = lambda: np.arange(oracle.THREADS, dtype=np.int64)
+    try:
+        with ir.Context():  # the index code names MLIR integer types
+            yield
+    finally:
+        fa.arith, fa.c, utils.arith, utils.c, utils.thread_idx = saved
+
+
+def thread_holders(layout: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """[thread, register element]: the row-major index each thread holds, from Mosaic's ``thread_idxs``; the elements
+    of a register's vector are its start plus the vector dim's stride (``Tiling.tile_strides``), element by element."""
+    from jax.experimental.mosaic.gpu import utils
+
+    with _on_integers():
+        starts = list(layout.thread_idxs(shape))
+    strides = tuple(utils.get_contiguous_strides(shape))
+    vector_stride = layout.tiling.tile_strides(strides)[layout.vector_dim]
+    length = layout.vector_length
+    out = np.zeros((oracle.THREADS, len(starts) * length), dtype=np.int64)
+    for r, index in enumerate(starts):
+        linear = sum(np.broadcast_to(np.asarray(i, dtype=np.int64), (oracle.THREADS,)) * s for i, s in zip(index, strides))
+        for v in range(length):
+            out[:, r * length + v] = linear + v * vector_stride
+    return out
