@@ -29,6 +29,7 @@ BUILTIN: dict[str, str] = {
     "cute.layouts": "layoutfuzz.harness.targets.cute_dsl_layouts:CuteDslLayouts",
     "cute.smem_atoms": "layoutfuzz.harness.targets.cute_smem_atoms:CuteSmemAtoms",
     "mosaic.layouts": "layoutfuzz.harness.targets.mosaic_layouts:MosaicLayouts",
+    "mosaic.gpu": "layoutfuzz.gpu.mosaic_gpu:MosaicGpu",
 }
 
 

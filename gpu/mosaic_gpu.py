@@ -1,0 +1,280 @@
+"""Target ``mosaic.gpu``: JAX Mosaic GPU kernels on an sm_90 device, against the PTX rules.
+
+- ``tma``: Mosaic's ``async_copy`` loads a window of a larger array into shared memory with a swizzle; an unswizzled
+  TMA store then copies the shared-memory bytes out as they lie (a plain copy: ``tma.copy`` checks that rule on the
+  hardware). The image must be ``oracles.tma.TiledBox``'s placement of the window (PTX 5.5.7), the buffer at offset 0
+  of the swizzle's repeat, as Mosaic's own swizzled reads assume.
+- ``tma_tiled``: the same through Mosaic's ``TileTransform``: each (rows, span) tile one box after another.
+- ``wgmma``: A (m x k) and B (k x n) loaded by TMA into swizzled tiles, ``mgpu.wgmma``, the accumulator stored: the
+  product must be A @ B exactly (small integers, exact in f16, bf16 and f32). A wrong descriptor, swizzle or tile
+  order in Mosaic gives a wrong product.
+
+Kernels are compiled once per shape in each worker; XLA's allocator is told not to take the GPU's memory up front.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.mosaic_gpu import ELEMENT_BYTES, SWIZZLES, WGMMA_TYPES, mosaic_gpu_case
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Parameter, Space
+from layoutfuzz.gpu.targets import GpuTarget
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.harness.target import Availability
+from layoutfuzz.oracles.tma import NVMMA_MODES, TiledBox
+
+SHOWN = 4
+UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
+def _data(p: Mapping[str, Any]) -> np.ndarray:
+    """The case's source array: distinct values in each element (its index, hashed), or small integers for wgmma."""
+    rng = np.random.default_rng(p["data_seed"])
+    if p["family"] == "wgmma":
+        return rng.integers(-3, 4, size=(p["m"] + p["k"], max(p["k"], p["n"]))).astype(np.float32)
+    shape = _gmem_shape(p)
+    dtype = UNSIGNED[p["element_bytes"]]
+    values = rng.integers(0, np.iinfo(dtype).max, size=shape, dtype=np.uint64, endpoint=True)
+    return values.astype(dtype)
+
+
+def _gmem_shape(p: Mapping[str, Any]) -> tuple[int, ...]:
+    if p["family"] == "tma":
+        return (p["row_offset"] + p["rows"] + 2, p["columns"])  # the window, with rows around it
+    return tuple(p["shape"])
+
+
+def smem_shape(p: Mapping[str, Any]) -> tuple[int, ...]:
+    if p["family"] == "tma":
+        return (p["rows"], p["columns"])
+    (rows, cols), (tr, tc) = p["shape"], p["tile"]
+    return (rows // tr, cols // tc, tr, tc)
+
+
+def expected_image(p: Mapping[str, Any], source: np.ndarray) -> np.ndarray:
+    """The shared-memory bytes after the load: each element where ``TiledBox`` places it (oracles/tma.py)."""
+    e = p["element_bytes"]
+    mode = NVMMA_MODES[p["swizzle"]]
+    image = np.zeros(int(np.prod(smem_shape(p))) * e, dtype=np.uint8)
+    if p["family"] == "tma":
+        window = source[p["row_offset"]:p["row_offset"] + p["rows"]]
+        tiles = [((0, 0), window)]
+        box_dims = (p["columns"], p["rows"])
+    else:
+        tr, tc = p["tile"]
+        rows, cols = p["shape"]
+        tiles = [((i, j), source[i * tr:(i + 1) * tr, j * tc:(j + 1) * tc]) for i in range(rows // tr) for j in range(cols // tc)]
+        box_dims = (tc, tr)
+    per_tile = box_dims[0] * box_dims[1] * e
+    for number, (_, values) in enumerate(tiles):
+        box = TiledBox(box_dims, e, (1, 1), mode, number * per_tile)
+        raw = np.ascontiguousarray(values).view(np.uint8).reshape(-1, e)  # innermost fastest, as placement()
+        for address, data in zip(box.placement(), raw):
+            image[address:address + e] = data
+    return image
+
+
+class MosaicGpu(GpuTarget):
+    name = "mosaic.gpu"
+    layer = "JAX Mosaic GPU (async_copy / TMA descriptors, wgmma)"
+    description = "JAX Mosaic GPU kernels: swizzled TMA loads (raw shared memory vs PTX 5.5.7) and wgmma from swizzled tiles"
+    requires = ("cuda device sm_90", "jax with its CUDA plugin and Mosaic GPU")
+    needs = ("jax", "jaxlib")
+    preload = ("numpy",)  # jax is imported by each worker: its CUDA client must not come from a forked parent
+    max_batch = 64
+
+    def availability(self) -> Availability:
+        base = super().availability()
+        if not base.available:
+            return base
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec("jax._src.lib.mosaic_gpu") is not None
+        except Exception as exc:
+            return Availability(False, f"jax's Mosaic GPU does not load here: {exc}")
+        return Availability(True) if found else Availability(False, "jaxlib has no Mosaic GPU bindings here")
+
+    def versions(self) -> Mapping[str, str]:
+        from importlib.metadata import PackageNotFoundError, version
+
+        out = dict(super().versions())
+        for package in ("jax", "jaxlib"):
+            try:
+                out[package] = version(package)
+            except PackageNotFoundError:
+                pass
+        return out
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        return mosaic_gpu_case(source)
+
+    def validate(self, case: Case) -> None:
+        p = case.params
+        if p.get("family") not in ("tma", "tma_tiled", "wgmma"):
+            raise ValueError("family must be tma, tma_tiled or wgmma")
+        if p["family"] == "wgmma":
+            tile = p["swizzle"] // 2
+            if p["dtype"] not in WGMMA_TYPES or p["swizzle"] not in (32, 64, 128) or p["m"] % 64 or p["k"] % tile or p["n"] % tile:
+                raise ValueError("wgmma: f16/bf16, swizzle 32/64/128, m a multiple of 64, k and n of the swizzle row")
+            return
+        if p["element_bytes"] not in ELEMENT_BYTES or p["swizzle"] not in SWIZZLES:
+            raise ValueError(f"element bytes {ELEMENT_BYTES}, swizzle {SWIZZLES}")
+        expected_image(p, _data(p))
+
+    def family(self, case: Case) -> str:
+        p = case.params
+        if p["family"] == "wgmma":
+            return f"wgmma {p['dtype']} {p['swizzle']}B"
+        return f"{p['family']} {p['swizzle'] or 'no'} swizzle"
+
+    def parameter_space(self) -> Space:
+        return Space((
+            Parameter("family", ("tma", "tma_tiled", "wgmma"), "Mosaic GPU async_copy (with TileTransform), wgmma",
+                      lambda p: p["family"]),
+            Parameter("swizzle", SWIZZLES, "PTX 5.5.7 modes Mosaic takes (bytes, 0 none)", lambda p: p["swizzle"]),
+            Parameter("element bytes", ELEMENT_BYTES, "TMA element sizes", lambda p: p.get("element_bytes")),
+            Parameter("wgmma type", WGMMA_TYPES, "16-bit wgmma inputs from shared memory", lambda p: p.get("dtype")),
+        ), _illegal)
+
+    def expected(self, case: Case) -> np.ndarray:
+        p = case.params
+        data = _data(p)
+        if p["family"] == "wgmma":
+            a, b = _operands(p, data)
+            return (a.astype(np.int64) @ b.astype(np.int64)).astype(np.float32)
+        return expected_image(p, data)
+
+    def observed(self, case: Case) -> np.ndarray:
+        p = case.params
+        data = _data(p)
+        if p["family"] == "wgmma":
+            import jax.numpy as jnp
+
+            dtype = {"f16": jnp.float16, "bf16": jnp.bfloat16}[p["dtype"]]
+            a, b = _operands(p, data)
+            kernel = _wgmma_kernel(p["dtype"], p["swizzle"], p["m"], p["k"], p["n"])
+            return np.asarray(kernel(jnp.asarray(a, dtype), jnp.asarray(b, dtype)), dtype=np.float32)
+        kernel = _tma_kernel(p["family"], p["element_bytes"], p["swizzle"], _gmem_shape(p), smem_shape(p),
+                             p.get("row_offset", 0), tuple(p.get("tile", ())))
+        return np.asarray(kernel(data)).view(np.uint8).reshape(-1)
+
+    def compare(self, case: Case, expected: np.ndarray, observed: np.ndarray) -> Comparison:
+        p = case.params
+        observed = np.asarray(observed)
+        if observed.shape != expected.shape:
+            return Comparison(False, 1, (f"shape {observed.shape}, expected {expected.shape}",), "another shape")
+        wrong = np.argwhere(observed != expected)
+        if not len(wrong):
+            return Comparison(True)
+        if p["family"] == "wgmma":
+            examples = tuple(f"D[{r}, {c}] = {observed[r, c]}, expected {expected[r, c]}" for r, c in wrong[:SHOWN])
+            return Comparison(False, len(wrong), examples, f"wgmma {p['swizzle']}B: a wrong product",
+                              f"{len(wrong)} of {expected.size} products differ")
+        examples = tuple(f"byte {i}: {observed[i]:#04x}, expected {expected[i]:#04x}" for (i,) in wrong[:SHOWN])
+        return Comparison(False, len(wrong), examples, f"{p['family']} {p['swizzle']}B: shared-memory bytes elsewhere",
+                          f"{len(wrong)} of {expected.size} shared-memory bytes differ from PTX 5.5.7's placement")
+
+
+def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
+    """Element bytes belong to the TMA families, wgmma types to wgmma (which needs a swizzle)."""
+    pair = {a: x, b: y}
+    if "element bytes" in pair and "wgmma type" in pair:
+        return True
+    if pair.get("family") == "wgmma":
+        return "element bytes" in pair or pair.get("swizzle") == 0
+    if pair.get("family") in ("tma", "tma_tiled"):
+        return "wgmma type" in pair
+    return pair.get("swizzle") == 0 and "wgmma type" in pair
+
+
+def _operands(p: Mapping[str, Any], data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    m, k, n = p["m"], p["k"], p["n"]
+    return data[:m, :k], data[m:m + k, :n]
+
+
+def _jax() -> Any:
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # workers share the GPU
+    import jax
+
+    return jax
+
+
+@contextlib.contextmanager
+def _building() -> Iterator[None]:
+    """The MLIR context Mosaic builds a kernel in (its dialect registered), as its own tests set one up."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+    from jax.experimental.mosaic.gpu import dialect
+
+    context = mlir.make_ir_context()
+    dialect.register_dialect(context)
+    with context, ir.Location.unknown():
+        yield
+
+
+@cache
+def _tma_kernel(family: str, element_bytes: int, swizzle: int, gmem_shape: tuple[int, ...], smem: tuple[int, ...],
+                row_offset: int, tile: tuple[int, ...]) -> Any:
+    """A kernel: swizzled TMA load of the window (or of the tiled array) into shared memory, then an unswizzled TMA
+    store of that memory as it lies."""
+    jax = _jax()
+    import jax.experimental.mosaic.gpu as mgpu
+
+    dtype = UNSIGNED[element_bytes]
+
+    def kernel(ctx: Any, src: Any, dst: Any, scratch: Any) -> None:
+        buffer, barrier = scratch
+        extra: dict[str, Any] = {}
+        if family == "tma":
+            extra["gmem_slice"] = (mgpu.ds(row_offset, smem[0]), slice(None))
+        else:
+            extra["gmem_transform"] = mgpu.TileTransform(tile)
+        ctx.async_copy(src_ref=src, dst_ref=buffer, swizzle=swizzle or None, barrier=barrier, **extra)
+        barrier.wait()
+        ctx.async_copy(src_ref=buffer, dst_ref=dst)
+        ctx.await_async_copy(0)
+
+    shape = jax.ShapeDtypeStruct(smem, dtype)
+    with _building():
+        return mgpu.as_gpu_kernel(kernel, (1, 1, 1), (128, 1, 1), jax.ShapeDtypeStruct(gmem_shape, dtype), shape,
+                                  (shape, mgpu.TMABarrier()))
+
+
+@cache
+def _wgmma_kernel(dtype_name: str, swizzle: int, m: int, k: int, n: int) -> Any:
+    """A kernel: A and B through TMA into swizzled (64, S) and (S, S) tiles, one wgmma chain, D stored."""
+    jax = _jax()
+    import jax.experimental.mosaic.gpu as mgpu
+    import jax.numpy as jnp
+    from jax._src.lib.mlir.dialects import nvvm
+
+    dtype = {"f16": jnp.float16, "bf16": jnp.bfloat16}[dtype_name]
+    tile = swizzle // 2
+
+    def kernel(ctx: Any, a: Any, b: Any, out: Any, scratch: Any) -> None:
+        a_smem, b_smem, barriers = scratch
+        ctx.async_copy(src_ref=a, dst_ref=a_smem, swizzle=swizzle, gmem_transform=mgpu.TileTransform((64, tile)),
+                       barrier=barriers[0])
+        ctx.async_copy(src_ref=b, dst_ref=b_smem, swizzle=swizzle, gmem_transform=mgpu.TileTransform((tile, tile)),
+                       barrier=barriers[1])
+        barriers[0].wait()
+        barriers[1].wait()
+        acc = mgpu.wgmma(mgpu.WGMMAAccumulator.zero(m=m, n=n), a_smem, b_smem, swizzle=swizzle)
+        nvvm.wgmma_commit_group_sync_aligned()
+        nvvm.wgmma_wait_group_sync_aligned(0)
+        acc.value.store_untiled(out, optimized=False)  # to global memory: thread by thread
+
+    sds = jax.ShapeDtypeStruct
+    scratch = (sds((m // 64, k // tile, 64, tile), dtype), sds((k // tile, n // tile, tile, tile), dtype), mgpu.TMABarrier(2))
+    with _building():
+        return mgpu.as_gpu_kernel(kernel, (1, 1, 1), (128, 1, 1), (sds((m, k), dtype), sds((k, n), dtype)),
+                                  sds((m, n), jnp.float32), scratch)

@@ -1,0 +1,32 @@
+"""mosaic.gpu on the device (marked gpu): Mosaic GPU's TMA loads and wgmma against PTX, and a planted swizzle that the
+check must see (issue 18)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.mosaic_gpu import _data, expected_image
+from layoutfuzz.harness import registry
+from layoutfuzz.harness.runner import make_case
+
+
+def _case(params):
+    return Case("mosaic.gpu", 0, 0, params)
+
+
+@pytest.mark.gpu
+def test_mosaic_kernels_match_ptx_and_a_planted_swizzle_does_not():
+    pytest.importorskip("jax._src.lib.mosaic_gpu", reason="needs jaxlib with Mosaic GPU")
+    target = registry.load("mosaic.gpu")
+    assert target.availability().available, target.availability().reason
+    cases = [make_case(target, 7, i) for i in range(45)]
+    for case in cases:
+        verdict = target.compare(case, target.expected(case), target.observed(case))
+        assert verdict.ok, (case.params, verdict)
+    # the 128B kernel's image judged as if the load had used 64B: the check sees the difference on the device
+    p = {"family": "tma", "element_bytes": 2, "swizzle": 128, "rows": 8, "columns": 64, "row_offset": 1, "data_seed": 11}
+    observed = target.observed(_case(p))
+    as_64 = expected_image({**p, "swizzle": 64}, _data(p))
+    assert not target.compare(_case(p), np.resize(as_64, observed.shape), observed).ok
