@@ -18,13 +18,16 @@ def test_both_cute_implementations_draw_the_same_cases():
 
 
 def test_a_wrong_result_is_a_divergence_named_by_the_property_it_breaks():
+    from layoutfuzz.harness.targets.cute_algebra import _layout as layout
+    from layoutfuzz.oracles import cute_properties as props
+
     target = registry.load("cute.layouts")
-    case = next(c for c in (make_case(target, 0, i) for i in range(200)) if c.params["op"] == "composition")
+    cases = (make_case(target, 0, i) for i in range(400))
+    # a composition whose A is not itself A o B, so A returned as the answer is wrong
+    case = next(c for c in cases if c.params["op"] == "composition"
+                and props.composition(layout(c.params["a"]), layout(c.params["b"]), layout(c.params["a"])))
     a = case.params["a"]
-    wrong = {"shape": a["shape"], "stride": a["stride"]}  # A itself is not A o B unless B is the identity
-    if case.params["b"] == {"shape": a["shape"], "stride": a["stride"]}:
-        pytest.skip("B is A")
-    verdict = target.compare(case, target.expected(case), wrong)
+    verdict = target.compare(case, target.expected(case), {"shape": a["shape"], "stride": a["stride"]})
     assert not verdict.ok and verdict.signature.startswith("composition:")
     assert target.compare(case, target.expected(case), {"shape": [2, 3], "stride": [1]}).signature == \
         "composition: the result is not a layout"
@@ -32,21 +35,29 @@ def test_a_wrong_result_is_a_divergence_named_by_the_property_it_breaks():
 
 def test_the_dsl_answers_a_worked_composition():
     pytest.importorskip("cutlass.cute", reason="needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]'")
+    from layoutfuzz.harness.targets.cute_algebra import Call
     from layoutfuzz.harness.targets.cute_dsl_layouts import evaluate_many
 
     # (4,(2,3)):(6,(1,2)) o 6:2 takes A at 0, 2, 4, ..., 10: offsets 0, 12, 1, 13, 2, 14 = (2,3):(12,1) (by hand)
-    shape, stride = evaluate_many([("composition", ((4, (2, 3)), (6, (1, 2))), (6, 2), None)])[0]
+    result = evaluate_many([Call("composition", ((4, (2, 3)), (6, (1, 2))), (6, 2))])[0]
+    shape, stride = result["shape"], result["stride"]
     offsets = [sum(c * s for c, s in zip((i % shape[0], i // shape[0]), stride)) for i in range(6)]
     assert offsets == [0, 12, 1, 13, 2, 14]
 
 
 def test_a_campaign_of_the_dsl_passes_every_property(tmp_path):
     pytest.importorskip("cutlass.cute", reason="needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]'")
-    done = layoutfuzz("run", "--targets", "cute.layouts,pycute.layouts", "--cases", "400", "--jobs", "2", "-q",
-                      "--out", "out", cwd=tmp_path)
+    import shutil
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).parents[1] / "layoutfuzz-known.toml", tmp_path)  # `run` reads the ledger here
+    done = layoutfuzz("run", "--targets", "cute.layouts,pycute.layouts", "--cases", "400", "--jobs", "2", "--out", "out",
+                      cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "| cute.layouts   | (all)           |     400 |    400 |" in done.stdout, done.stdout
-    assert "| pycute.layouts | (all)           |     400 |    400 |" in done.stdout, done.stdout
+    assert "| cute.layouts   | (all)                |     400 |    400 |" in done.stdout, done.stdout
+    # pycute: every answer right but where it composes no swizzle (unsupported) and its known shift-0 recursion
+    problems = [line for line in done.stdout.splitlines() if "| pycute.layouts | diverge" in line or "| error" in line]
+    assert all(line.startswith("| known") for line in problems), done.stdout
     assert registry.load("cute.layouts").versions()["nvidia-cutlass-dsl"]  # recorded in every report
 
 

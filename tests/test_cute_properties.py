@@ -52,7 +52,9 @@ def test_pycute_campaign_judges_every_operation(tmp_path):
     rows = dict(sqlite3.connect(tmp_path / "o" / "layoutfuzz.sqlite").execute(
         "SELECT family, sum(outcome = 'pass') FROM outcomes GROUP BY family"))
     assert set(rows) == {"composition", "coalesce", "complement", "left_inverse", "right_inverse", "logical_divide",
-                         "logical_product"} and min(rows.values()) > 50
+                         "logical_product", "zipped_divide", "tiled_divide", "zipped_product", "tiled_product", "swizzle",
+                         "composition_swizzled"}
+    assert min(n for family, n in rows.items() if family != "composition_swizzled") > 25  # pycute composes no swizzle
 
 
 def test_a_planted_pycute_fault_is_a_divergence_in_its_bucket(tmp_path, monkeypatch):
@@ -68,3 +70,58 @@ def test_a_planted_pycute_fault_is_a_divergence_in_its_bucket(tmp_path, monkeypa
     assert {o["outcome"] for o in outcomes} == {"pass", "diverge"}  # a result that is no layout diverges too
     assert {o["signature"] for o in outcomes if o["outcome"] == "diverge"} == {"coalesce: R(i) != A(i)",
                                                                              "coalesce: the result is not a layout"}
+
+
+def _case(params):
+    from layoutfuzz.generators.case import Case
+
+    return Case("cute.layouts", 0, 0, params)
+
+
+A = {"shape": [4, [2, 4]], "stride": [8, [1, 2]]}
+
+
+def test_a_composed_layout_is_judged_by_the_swizzle_it_applies():
+    from layoutfuzz.harness import registry
+
+    target = registry.load("cute.layouts")
+    # Swizzle<2,1,3> o 3 o (4,(2,4)):(8,(1,2)), by hand: A = 0, 8, 16, 24, 1, 9, 17, 25, ...; plus 3; bits 4-5 XOR-ed
+    # into bits 1-2 (19 = 0b10011 -> 17, 27 -> 25)
+    swizzled = _case({"op": "swizzle", "a": A, "swizzle": [2, 1, 3], "offset": 3})
+    right = [3, 11, 17, 25, 4, 12, 22, 30]
+    assert target.compare(swizzled, None, {"offsets": right + [_sw(3 + a) for a in (2, 10, 18, 26, 3, 11, 19, 27,
+                                                                                   4, 12, 20, 28, 5, 13, 21, 29,
+                                                                                   6, 14, 22, 30, 7, 15, 23, 31)]}).ok
+    unswizzled = [3 + a for a in (0, 8, 16, 24, 1, 9, 17, 25)]
+    verdict = target.compare(swizzled, None, {"offsets": unswizzled + [0] * 24})
+    assert not verdict.ok and verdict.signature == "swizzle: R(i) != Swizzle(offset + A(i))"
+    # composed with B = (4,2):(2,8): R(i) = A'(B(i)); B = 0, 2, 4, 6, 8, ...: 3, 17, 4, 22 by hand
+    composed = _case({"op": "composition_swizzled", "a": A, "swizzle": [2, 1, 3], "offset": 3,
+                      "b": {"shape": [4, 2], "stride": [2, 8]}})
+    verdict = target.compare(composed, None, {"offsets": [3, 17, 4, 22, 5, 23, 6, 20]})
+    assert verdict.ok, verdict
+    assert target.compare(composed, None, {"offsets": [3, 17, 4, 22]}).signature == "composition_swizzled: another domain"
+    raised = target.compare(swizzled, None, {"raised": "RecursionError: maximum recursion depth exceeded"})
+    assert raised.signature == "swizzle: CuTe DSL raised RecursionError"
+
+
+def _sw(x):  # Swizzle<2,1,3> by hand
+    return x ^ (((x >> 4) & 3) << 1)
+
+
+def test_zipped_and_tiled_divides_are_the_logical_one_regrouped():
+    from layoutfuzz.harness import registry
+
+    target = registry.load("cute.layouts")
+    b = {"shape": 2, "stride": 1}
+    # logical_divide((4,(2,4)):(8,(1,2)), 2:1) = (2,(2,8)):(8,(16,1)) (read off CuTe), tiled: (2,2,8):(8,16,1)
+    zipped = _case({"op": "zipped_divide", "a": A, "b": b})
+    assert target.compare(zipped, None, {"shape": [2, [2, 8]], "stride": [8, [16, 1]]}).ok
+    tiled = _case({"op": "tiled_divide", "a": A, "b": b})
+    assert target.compare(tiled, None, {"shape": [2, 2, 8], "stride": [8, 16, 1]}).ok
+    wrong = target.compare(tiled, None, {"shape": [2, 2, 8], "stride": [1, 16, 8]})  # the tile is A at 0, 1: not A o B
+    assert not wrong.ok and wrong.signature.startswith("tiled_divide:")
+    one_mode = target.compare(tiled, None, {"shape": 32, "stride": 1})
+    assert one_mode.signature == "tiled_divide: the result has another rank"
+    product = _case({"op": "tiled_product", "a": A, "b": b})
+    assert target.compare(product, None, {"shape": [[4, [2, 4]], 2], "stride": [[8, [1, 2]], 32]}).ok

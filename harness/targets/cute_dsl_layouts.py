@@ -15,7 +15,7 @@ from typing import Any
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.harness.target import Availability
-from layoutfuzz.harness.targets.cute_algebra import CuteAlgebraTarget, _lists, _tuple
+from layoutfuzz.harness.targets.cute_algebra import Call, CuteAlgebraTarget, _lists
 
 PACKAGE = "nvidia-cutlass-dsl"
 
@@ -45,55 +45,58 @@ class CuteDslLayouts(CuteAlgebraTarget):
         except PackageNotFoundError:
             return {}
 
-    def evaluate(self, op: str, a: tuple, b: tuple | None, m: int | None) -> tuple[Any, Any]:
-        result = evaluate_many([(op, a, b, m)])[0]
+    def evaluate(self, call: Call) -> dict[str, Any]:
+        result = evaluate_many([call])[0]
         if isinstance(result, BaseException):
             raise result
         return result
 
     def observed_batch(self, cases: Sequence[Case]) -> Sequence[Any]:
         """All the batch's cases in one trace; an entry is the case's result or the exception the DSL raised."""
-        calls = []
-        for case in cases:
-            p = case.params
-            b = (_tuple(p["b"]["shape"]), _tuple(p["b"]["stride"])) if "b" in p else None
-            calls.append((p["op"], (_tuple(p["a"]["shape"]), _tuple(p["a"]["stride"])), b, p.get("m")))
-        out = []
-        for result in evaluate_many(calls):
-            if isinstance(result, BaseException):
-                out.append(result)
-            else:
-                out.append({"shape": _lists(result[0]), "stride": _lists(result[1])})
-        return out
+        return evaluate_many([Call.of(case.params) for case in cases])
 
 
-def evaluate_many(calls: Sequence[tuple[str, tuple, tuple | None, int | None]]) -> list[Any]:
-    """(shape, stride) of each (op, a, b, m), each layout (shape, stride), computed by cutlass.cute inside one
-    @cute.jit trace; an entry is the exception where the DSL raised on that call."""
+def evaluate_many(calls: Sequence[Call]) -> list[Any]:
+    """Each call's answer computed by cutlass.cute inside one @cute.jit trace: {"shape", "stride"} of the result, or
+    {"offsets"} of a composed layout; an entry is the exception where the DSL raised on that call."""
     import cutlass.cute as cute
 
     def layout(data: tuple) -> Any:
         return cute.make_layout(data[0], stride=data[1])
 
+    def composed(c: Call) -> Any:
+        return cute.make_composed_layout(cute.make_swizzle(*c.swizzle), c.offset, layout(c.a))
+
     ops = {
-        "composition": lambda a, b, m: cute.composition(layout(a), layout(b)),
-        "coalesce": lambda a, b, m: cute.coalesce(layout(a)),
-        "complement": lambda a, b, m: cute.complement(layout(a), m),
-        "left_inverse": lambda a, b, m: cute.left_inverse(layout(a)),
-        "right_inverse": lambda a, b, m: cute.right_inverse(layout(a)),
-        "logical_divide": lambda a, b, m: cute.logical_divide(layout(a), layout(b)),
-        "logical_product": lambda a, b, m: cute.logical_product(layout(a), layout(b)),
+        "composition": lambda c: cute.composition(layout(c.a), layout(c.b)),
+        "coalesce": lambda c: cute.coalesce(layout(c.a)),
+        "complement": lambda c: cute.complement(layout(c.a), c.m),
+        "left_inverse": lambda c: cute.left_inverse(layout(c.a)),
+        "right_inverse": lambda c: cute.right_inverse(layout(c.a)),
+        "logical_divide": lambda c: cute.logical_divide(layout(c.a), layout(c.b)),
+        "logical_product": lambda c: cute.logical_product(layout(c.a), layout(c.b)),
+        "zipped_divide": lambda c: cute.zipped_divide(layout(c.a), layout(c.b)),
+        "tiled_divide": lambda c: cute.tiled_divide(layout(c.a), layout(c.b)),
+        "zipped_product": lambda c: cute.zipped_product(layout(c.a), layout(c.b)),
+        "tiled_product": lambda c: cute.tiled_product(layout(c.a), layout(c.b)),
+        "swizzle": composed,
+        "composition_swizzled": lambda c: cute.composition(composed(c), layout(c.b)),
     }
     results: list[Any] = []
 
+    def answer(c: Call) -> Any:  # outside the traced body: the DSL rewrites the control flow of what it traces
+        try:
+            r = ops[c.op](c)
+            if c.op in ("swizzle", "composition_swizzled"):
+                return {"offsets": [_static(r(i)) for i in range(c.points)]}
+            return {"shape": _lists(_static(r.shape)), "stride": _lists(_static(r.stride))}
+        except Exception as exc:  # the DSL's raise on this input: that case's answer
+            return exc
+
     @cute.jit
     def trace() -> None:  # a fresh function each batch: the DSL caches a traced function by its arguments
-        for op, a, b, m in calls:
-            try:
-                r = ops[op](a, b, m)
-                results.append((_static(r.shape), _static(r.stride)))
-            except Exception as exc:  # the DSL's raise on this input: that case's answer
-                results.append(exc)
+        for c in calls:
+            results.append(answer(c))
 
     trace()
     return results

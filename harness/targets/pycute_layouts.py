@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from layoutfuzz.harness.target import Availability, Unsupported
-from layoutfuzz.harness.targets.cute_algebra import OPS, CuteAlgebraTarget
+from layoutfuzz.harness.targets.cute_algebra import OPS, Call, CuteAlgebraTarget, _lists
 
 __all__ = ["OPS", "PycuteLayouts"]
 
@@ -40,19 +40,30 @@ class PycuteLayouts(CuteAlgebraTarget):
         except PackageNotFoundError:
             return {}
 
-    def evaluate(self, op: str, a: tuple, b: tuple | None, m: int | None) -> tuple[Any, Any]:
+    def evaluate(self, call: Call) -> dict[str, Any]:
         import pycute
 
-        la = pycute.Layout(*a)
-        lb = pycute.Layout(*b) if b is not None else None
-        call = {
-            "composition": lambda: pycute.composition(la, lb), "coalesce": lambda: pycute.coalesce(la),
-            "complement": lambda: pycute.complement(la, m), "left_inverse": lambda: pycute.left_inverse(la),
-            "right_inverse": lambda: pycute.right_inverse(la), "logical_divide": lambda: pycute.logical_divide(la, lb),
-            "logical_product": lambda: pycute.logical_product(la, lb),
-        }[op]
+        la = pycute.Layout(*call.a)
+        lb = pycute.Layout(*call.b) if call.b is not None else None
+        if call.op == "swizzle":
+            composed = pycute.ComposedLayout(pycute.Swizzle(*call.swizzle), call.offset, la)
+            try:
+                return {"offsets": [int(composed(i)) for i in range(call.points)]}
+            except RecursionError as exc:  # pycute's own recursion on a valid swizzle: its answer, not the harness's
+                return {"raised": f"RecursionError: {exc}"}
+        if call.op == "composition_swizzled":  # pycute's composition reads A's shape, which a ComposedLayout lacks
+            raise Unsupported("pycute composes plain layouts only (composition(ComposedLayout, Layout) reads A.shape)")
+        ops = {
+            "composition": pycute.composition, "logical_divide": pycute.logical_divide, "logical_product": pycute.logical_product,
+            "zipped_divide": pycute.zipped_divide, "tiled_divide": pycute.tiled_divide,
+            "zipped_product": pycute.zipped_product, "tiled_product": pycute.tiled_product,
+        }
+        call_one = {
+            "coalesce": lambda: pycute.coalesce(la), "complement": lambda: pycute.complement(la, call.m),
+            "left_inverse": lambda: pycute.left_inverse(la), "right_inverse": lambda: pycute.right_inverse(la),
+        }.get(call.op) or (lambda: ops[call.op](la, lb))
         try:
-            result = call()
+            result = call_one()
         except AssertionError as exc:  # pycute's own precondition, not an answer
-            raise Unsupported(f"pycute refuses {op}: {exc or 'assertion'}") from None
-        return result.shape, result.stride
+            raise Unsupported(f"pycute refuses {call.op}: {exc or 'assertion'}") from None
+        return {"shape": _lists(result.shape), "stride": _lists(result.stride)}
