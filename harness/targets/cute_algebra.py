@@ -60,10 +60,13 @@ class Call:
 
 
 def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
-    """Pairs that cannot occur: a broadcasting A where the operation takes an injective one; nesting needs 3 leaves."""
+    """Pairs that cannot occur: a broadcasting A where the operation takes an injective one; nesting needs 3 leaves;
+    a swizzle belongs to the composed-layout ops only."""
     pair = {a: x, b: y}
+    if any(name.startswith("swizzle ") for name in pair) and "op" in pair:
+        return pair["op"] not in FUNCTION_OPS
     if pair.get("A broadcasts (a stride 0)") == "yes":
-        return pair.get("op") in ("complement", "left_inverse", "logical_divide", "logical_product")
+        return pair.get("op") not in ("coalesce", "right_inverse", "composition", "swizzle", None)
     return pair.get("A nested") == "nested" and pair.get("leaves of A", 3) < 3
 
 
