@@ -14,7 +14,7 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.layouts import distributed_layout, split_bits
 from layoutfuzz.generators.shrink import drop_basis, joint_out_dim_halvings, replaced
 from layoutfuzz.generators.source import Source, permutation
-from layoutfuzz.generators.space import Space
+from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.validity import check_layout_kind, check_shape, power_of_two
 from layoutfuzz.gpu.guards import guarded_input, guarded_output
 from layoutfuzz.gpu.kernel_cache import cached_kernel, through_jit
@@ -439,6 +439,17 @@ class TritonConvertLayoutShuffle(TritonConvertLayout):
             if _within_warps(params):
                 return params
         return params  # rare: validate refuses it, and the runner records why
+
+    def parameter_space(self) -> Space:
+        """The convert_layout space, its plan the shuffle one by definition (triton.convert_layout draws the others)."""
+        space = super().parameter_space()
+        other_plan = "triton.convert_layout draws it: this target is the within-warp (shuffle) plan by definition"
+        no_copies = ("5.4's shuffle plan needs the conversion to map each warp to itself; warps that hold copies map "
+                     "to no warp (cvt(warp) = 0), so their conversions go through shared memory")
+        excluded = {"conversion plan": {v: other_plan for v in ("none", "register", "shared")},
+                    "A broadcasts warps": {"yes": no_copies}}
+        return Space(tuple(Parameter(p.name, p.values, p.source, p.draw, {**p.excluded, **excluded[p.name]})
+                           if p.name in excluded else p for p in space.parameters), space.illegal)
 
     def validate(self, case: Case) -> None:
         super().validate(case)
