@@ -71,6 +71,8 @@ def descriptor(source: Source) -> MatrixDescriptor:
 
 
 PROBE_WINDOW = 32 * 1024  # bytes of shared memory the operand under test may touch
+# where the window may sit: a block's 227 KiB on sm_90, less the window, the probe's 4 KiB identity and 1 KiB alignment
+MAX_WINDOW_OFFSET = 227 * 1024 - PROBE_WINDOW - 4096 - 1024
 LBO_FOLKLORE = (0, 1, 16)
 PROBE_DTYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")  # what CUTLASS, DeepGEMM, ThunderKittens and JAX write where LBO is ignored
 
@@ -101,12 +103,17 @@ def device_case(source: Source) -> dict:
     layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, start)
     if highest_address(layout) + 16 > PROBE_WINDOW:
         layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, 0)
+    deeper = 1024 * source.integer(0, PROBE_WINDOW // 1024 - 1)  # anywhere in the window where the operand still fits
+    if highest_address(layout) + deeper + 16 <= PROBE_WINDOW:
+        layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, layout.start + deeper)
     lbo_field = None
     if major is Major.K and mode is not SwizzleMode.NONE:
         lbo_field = source.choice((*LBO_FOLKLORE, source.integer(2, (1 << 14) - 1)))
     base_choice = source.choice(("ptx", "ptx", "zero", "random"))
+    # half the windows sit anywhere in the block's shared memory (the start-address field over its range)
+    window_offset = 1024 * source.integer(0, MAX_WINDOW_OFFSET // 1024) if source.integer(0, 1) else 0
     return {
         "dtype": dtype, "operand": operand, "major": major.value, "swizzle": mode.name, "n": n, "m": m, "k": k,
         "lbo": layout.lbo, "sbo": layout.sbo, "start": layout.start, "lbo_field": lbo_field, "base_offset": base_choice
-        if base_choice != "random" else source.integer(0, 7),
+        if base_choice != "random" else source.integer(0, 7), "window_offset": window_offset,
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +43,22 @@ def libcuda():
 
 class DeviceFault(RuntimeError):
     """The kernel faulted: the CUDA context is unusable and the process must end."""
+
+
+SHARED_DEFAULT = 48 * 1024  # dynamic shared memory a kernel gets without asking
+SHARED_MAX_SM90 = 227 * 1024  # the most one block can ask for on sm_90
+
+
+def allow_dynamic_shared(function: Any, nbytes: int) -> None:
+    """Lets ``function`` (a cuda.core Kernel) launch with ``nbytes`` of dynamic shared memory, past the 48 KiB default."""
+    if nbytes <= SHARED_DEFAULT:
+        return
+    from cuda.bindings import driver
+
+    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    (err,) = driver.cuFuncSetAttribute(function._handle, attribute, nbytes)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuFuncSetAttribute: {err.name}")
 
 
 class KernelRunner:

@@ -114,15 +114,12 @@ class CubinLauncher:
         else:
             while len(self.loaded) >= LOADED_MODULES:  # a night loads thousands: the oldest module is unloaded
                 self.loaded.popitem(last=False)
-            from cuda.bindings import driver
             from cuda.core import ObjectCode
 
+            from layoutfuzz.gpu.device import allow_dynamic_shared
+
             function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.name)
-            if kernel.shared > 48 * 1024:  # past the default, the kernel must ask for it
-                attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-                (err,) = driver.cuFuncSetAttribute(function._handle, attribute, kernel.shared)
-                if err != driver.CUresult.CUDA_SUCCESS:
-                    raise RuntimeError(f"cuFuncSetAttribute: {err.name}")
+            allow_dynamic_shared(function, kernel.shared)  # past the default, the kernel must ask for it
             self.loaded[key] = function
         return self.loaded[key]
 

@@ -32,6 +32,8 @@ def wgmma_space() -> Space:
         return None if field is None else str(field) if field in (0, 1, 16) else "other"
 
     ptx = "PTX ISA 9.7.15.5.1.2 (seed 003): matrix descriptor"
+    past_smem = ("past the probe's reach: a block has 227 KiB of shared memory on sm_90 (field 14528), the probe's "
+                 "32 KiB window and 4 KiB identity end below it")
 
     def illegal(a: str, x: Any, b: str, y: Any) -> bool:
         pair = {a: x, b: y}
@@ -53,7 +55,9 @@ def wgmma_space() -> Space:
         Parameter("swizzle", tuple(m.name for m in SwizzleMode), f"{ptx}: bits 63-62", lambda p: p["swizzle"]),
         Parameter("n", tuple(sorted(set().union(*WGMMA_N.values()))), "PTX ISA 9.7.15.5: .m64nNkK shapes per type",
                   lambda p: p["n"] if p["operand"] == "B" else None),
-        Parameter("start address field", FIELD_BINS, f"{ptx}: bits 13-0", field_of("start_address")),
+        Parameter("start address field", FIELD_BINS, f"{ptx}: bits 13-0",
+                  lambda p: bin_of((p.get("window_offset", 0) + p["start"]) >> 4, FIELD_BINS),
+                  {b: past_smem for b in FIELD_BINS[-2:]}),
         Parameter("LBO field", FIELD_BINS, f"{ptx}: bits 29-16", field_of("leading_byte_offset")),
         Parameter("SBO field", FIELD_BINS, f"{ptx}: bits 45-32", field_of("stride_byte_offset")),
         Parameter("base offset field", tuple(range(8)), f"{ptx}: bits 51-49", probe_base_offset),

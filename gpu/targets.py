@@ -365,6 +365,7 @@ class WgmmaDescriptor(GpuTarget):
         return device_case(source)
 
     def validate(self, case: Case) -> None:
+        from layoutfuzz.generators.wgmma import MAX_WINDOW_OFFSET
         from layoutfuzz.gpu.wgmma import WINDOW, probe_descriptor, probe_layout
         from layoutfuzz.oracles.wgmma_addresses import highest_address
 
@@ -372,6 +373,9 @@ class WgmmaDescriptor(GpuTarget):
         probe_descriptor(case.params)
         if highest_address(layout) + 16 > WINDOW:
             raise ValueError(f"the operand reaches past the {WINDOW}-byte window")
+        offset = case.params.get("window_offset", 0)
+        if not isinstance(offset, int) or offset % 1024 or not 0 <= offset <= MAX_WINDOW_OFFSET:
+            raise ValueError(f"window_offset is a multiple of 1024 from 0 to {MAX_WINDOW_OFFSET}")
 
     def family(self, case: Case) -> str:
         p = case.params

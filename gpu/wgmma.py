@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from layoutfuzz.gpu.device import KernelRunner
+from layoutfuzz.gpu.device import SHARED_MAX_SM90, KernelRunner, allow_dynamic_shared
 from layoutfuzz.oracles.wgmma import CanonicalLayout, Major, MatrixDescriptor, SwizzleMode, descriptor_base_offset
 
 WINDOW = 32 * 1024
@@ -24,7 +24,7 @@ DTYPES = {
 }
 # one block of the probe: gpu/kernels/wgmma_probe.cu's WgmmaCase, field for field
 BLOCK = np.dtype([("desc", "<u8"), ("start", "<i4"), ("operand", "<i4"), ("mn", "<i4"), ("n", "<i4"), ("type", "<i4"),
-                  ("shift", "<i4"), ("bits", "<i4"), ("pad", "<i4")])
+                  ("shift", "<i4"), ("bits", "<i4"), ("window_offset", "<i4")])
 IDENTITY = CanonicalLayout(Major.K, SwizzleMode.NONE, 16, 8, 1, lbo=128, sbo=256)  # 8-row x 16-byte cores, K-major
 
 
@@ -93,6 +93,7 @@ class WgmmaRunner(KernelRunner):
 
     def __init__(self) -> None:
         super().__init__("wgmma_probe.cu", "wgmma_probe")
+        allow_dynamic_shared(self.kernel, SHARED_MAX_SM90)  # windows placed anywhere in a block's shared memory
         self.identity_desc = IDENTITY.descriptor().encode() & ~0x3FFF
 
     def run(self, cases: list[Mapping[str, Any]]) -> list[list[list[int]]]:
@@ -111,15 +112,17 @@ class WgmmaRunner(KernelRunner):
             first[dtype] = row
             fields = [(probe_descriptor(cases[i]).encode() & ~0x3FFF, cases[i]["start"], 0 if cases[i]["operand"] == "A" else 1,
                        1 if cases[i]["major"] == "mn" else 0, cases[i]["n"], DTYPES[dtype][0]) for i in members]
+            offsets = [cases[i].get("window_offset", 0) for i in members]
             for shift, bits in digit_plan(dtype):
-                rows[row:row + len(members)] = [(*f, shift, bits, 0) for f in fields]
+                rows[row:row + len(members)] = [(*f, shift, bits, o) for f, o in zip(fields, offsets)]
                 row += len(members)
         results: list[np.ndarray] = [np.empty(0)] * len(cases)
         if not cases:
             return results
         table = torch.from_numpy(rows.view(np.uint8)).cuda()
         out = torch.empty((len(rows), 64 * 64), dtype=torch.float32, device="cuda")
-        self.launch(len(rows), WINDOW + 4096 + 1024, table, np.uint64(self.identity_desc), out, np.int32(WINDOW))
+        shared = int(rows["window_offset"].max()) + WINDOW + 4096 + 1024  # the window, the identity, alignment slack
+        self.launch(len(rows), shared, table, np.uint64(self.identity_desc), out, np.int32(WINDOW))
         dumped = self.host(out)
         for dtype, members in groups.items():
             n = len(members)

@@ -16,7 +16,7 @@ struct WgmmaCase {
   int type;          // the element type (below)
   int digit_shift;   // which digit of each element's index the window holds
   int digit_bits;
-  int pad;
+  int window_offset; // bytes from the aligned start of dynamic shared memory to the window (a multiple of 1024)
 };
 
 enum { F16, BF16, TF32, E4M3, E5M2, S8, U8 };
@@ -67,9 +67,9 @@ __device__ __forceinline__ void store(unsigned char* p, int type, unsigned bits)
 extern "C" __global__ void __launch_bounds__(128, 1)
 wgmma_probe(const WgmmaCase* __restrict__ cases, u64 identity_desc, float* __restrict__ out, int window) {
   extern __shared__ unsigned char raw[];
-  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(raw) + 1023ull) & ~1023ull);
-  unsigned char* ident = base + window;
   const WgmmaCase c = cases[blockIdx.x];
+  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(raw) + 1023ull) & ~1023ull) + c.window_offset;
+  unsigned char* ident = base + window;
   const int type = c.type, digit_shift = c.digit_shift, digit_bits = c.digit_bits;
   const int eb = elem_bytes(type);
 
