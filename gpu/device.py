@@ -56,9 +56,15 @@ def allow_dynamic_shared(function: Any, nbytes: int) -> None:
     from cuda.bindings import driver
 
     attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    (err,) = driver.cuFuncSetAttribute(function._handle, attribute, nbytes)
+    handle = function._handle
+    if isinstance(handle, driver.CUkernel):  # cuda.core loads code as a library: its kernels are CUkernels, per device
+        err, device = driver.cuCtxGetDevice()
+        if err == driver.CUresult.CUDA_SUCCESS:
+            (err,) = driver.cuKernelSetAttribute(attribute, nbytes, handle, device)
+    else:
+        (err,) = driver.cuFuncSetAttribute(handle, attribute, nbytes)
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuFuncSetAttribute: {err.name}")
+        raise RuntimeError(f"setting the kernel's dynamic shared memory to {nbytes} bytes: {err.name}")
 
 
 class KernelRunner:
