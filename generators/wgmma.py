@@ -110,8 +110,8 @@ def device_case(source: Source) -> dict:
     if major is Major.K and mode is not SwizzleMode.NONE:
         lbo_field = source.choice((*LBO_FOLKLORE, source.integer(2, (1 << 14) - 1)))
     base_choice = source.choice(("ptx", "ptx", "zero", "random"))
-    # half the windows sit anywhere in the block's shared memory (the start-address field over its range)
-    window_offset = 1024 * source.integer(0, MAX_WINDOW_OFFSET // 1024) if source.integer(0, 1) else 0
+    # one window in four sits anywhere in the block's shared memory (the start-address field over its range)
+    window_offset = 1024 * source.integer(0, MAX_WINDOW_OFFSET // 1024) if source.integer(0, 3) == 0 else 0
     return {
         "dtype": dtype, "operand": operand, "major": major.value, "swizzle": mode.name, "n": n, "m": m, "k": k,
         "lbo": layout.lbo, "sbo": layout.sbo, "start": layout.start, "lbo_field": lbo_field, "base_offset": base_choice

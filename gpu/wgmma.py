@@ -25,6 +25,7 @@ DTYPES = {
 # one block of the probe: gpu/kernels/wgmma_probe.cu's WgmmaCase, field for field
 BLOCK = np.dtype([("desc", "<u8"), ("start", "<i4"), ("operand", "<i4"), ("mn", "<i4"), ("n", "<i4"), ("type", "<i4"),
                   ("shift", "<i4"), ("bits", "<i4"), ("window_offset", "<i4")])
+OFFSET_LAUNCHES = ((0, 1), (1, 64 * 1024), (64 * 1024, 1 << 20))  # window offsets per launch: none, low, high
 IDENTITY = CanonicalLayout(Major.K, SwizzleMode.NONE, 16, 8, 1, lbo=128, sbo=256)  # 8-row x 16-byte cores, K-major
 
 
@@ -119,11 +120,19 @@ class WgmmaRunner(KernelRunner):
         results: list[np.ndarray] = [np.empty(0)] * len(cases)
         if not cases:
             return results
-        table = torch.from_numpy(rows.view(np.uint8)).cuda()
-        out = torch.empty((len(rows), 64 * 64), dtype=torch.float32, device="cuda")
-        shared = int(rows["window_offset"].max()) + WINDOW + 4096 + 1024  # the window, the identity, alignment slack
-        self.launch(len(rows), shared, table, np.uint64(self.identity_desc), out, np.int32(WINDOW))
-        dumped = self.host(out)
+        # blocks whose window sits high need most of a multiprocessor's shared memory, which leaves room for one block:
+        # each range of window offsets is a launch of its own, so that low windows keep several blocks an SM
+        order = np.argsort(rows["window_offset"], kind="stable")
+        dumped = np.empty((len(rows), 64 * 64), dtype=np.float32)
+        for low, high in OFFSET_LAUNCHES:
+            part = order[(rows["window_offset"][order] >= low) & (rows["window_offset"][order] < high)]
+            if not len(part):
+                continue
+            table = torch.from_numpy(np.ascontiguousarray(rows[part]).view(np.uint8)).cuda()
+            out = torch.empty((len(part), 64 * 64), dtype=torch.float32, device="cuda")
+            shared = int(rows["window_offset"][part].max()) + WINDOW + 4096 + 1024  # window, identity, alignment slack
+            self.launch(len(part), shared, table, np.uint64(self.identity_desc), out, np.int32(WINDOW))
+            dumped[part] = self.host(out)
         for dtype, members in groups.items():
             n = len(members)
             digits = [dumped[first[dtype] + j * n: first[dtype] + (j + 1) * n] for j in range(len(digit_plan(dtype)))]
