@@ -61,10 +61,18 @@ def tensor_copy(source: Source) -> dict[str, Any]:
         places[k] = "cut" if coords[k] < dims[k] else "past"
     cluster = source.choice((1, 1, 2, 4)) if direction == "load" else 1  # loads multicast across clusters of 2 and 4
     multicast = source.choice(((1 << cluster) - 1, source.integer(1, (1 << cluster) - 1)))  # all CTAs, or some
+    typed = {}
+    if direction == "load" and e in FLOAT_TYPES_BY_BYTES and source.integer(0, 3) == 0:  # floating point, mostly NaN-filled
+        typed = {"data_type": source.choice(FLOAT_TYPES_BY_BYTES[e]), "oob_fill": source.choice((1, 1, 0))}
     return {"direction": direction, "box_dims": list(box.box_dims), "element_bytes": e,
             "element_strides": list(box.element_strides), "swizzle": box.swizzle.name, "dst": box.dst,
             "global_dims": dims, "global_strides": strides(dims, e, paddings), "coords": coords, "places": places,
-            "cluster": cluster, "multicast": multicast, "issuer": source.integer(0, cluster - 1)}
+            "cluster": cluster, "multicast": multicast, "issuer": source.integer(0, cluster - 1), **typed}
+
+
+# CUtensorMapDataType's floating-point types by width: FLOAT16, BFLOAT16; FLOAT32, FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ;
+# FLOAT64 (the types a NaN fill is for)
+FLOAT_TYPES_BY_BYTES = {2: (6, 9), 4: (7, 10, 11, 12), 8: (8,)}
 
 
 def strides(dims: list[int], element_bytes: int, paddings: list[int]) -> list[int]:

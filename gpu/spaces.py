@@ -108,8 +108,7 @@ def tma_space() -> Space:
 BY_TMA_COPY = "drawn by tma.copy, whose cases carry a global tensor and start coordinates (this target checks placement from 0)"
 INTERLEAVE_EXCLUDED = ("interleaved layouts use dim 0's traversal stride and their own shared-memory order, which PTX 5.5.2 "
                        "does not state bit-exactly: not modelled (tma.encode checks their encodings)")
-NAN_FILL_EXCLUDED = ("the OOB-NaN fill's bit pattern is not stated per type (PTX 5.5.3.3: 'a special NaN'); the zero fill "
-                     "is modelled (tma.encode checks the NaN fill's encodings)")
+NAN_FILL_EXCLUDED = "drawn by tma.copy, whose loads cross the tensor's bounds (this target's boxes lie inside their tensor)"
 BOUNDS = ("inside", "cut on a granule", "cut inside a granule", "past", "before")
 
 
@@ -144,6 +143,12 @@ def tma_copy_space() -> Space:
                     or pair.get("cluster size", 1) > 1 or "multicast mask" in pair)
         if pair.get("cluster size") == 1 and "multicast mask" in pair:  # one CTA: no mask
             return True
+        if pair.get("out-of-bound fill") == "nan" or pair.get("data type") == "floating point":
+            # the NaN fill is for floating-point types, which are 2-8 bytes, and only loads fill
+            if pair.get("element bytes") == 1 or pair.get("direction") == "store":
+                return True
+            if pair.get("out-of-bound fill") == "nan" and pair.get("data type") == "unsigned":
+                return True
         if pair.get("rank") == 1:  # no outer dims: no outer bounds, strides or padding
             return pair.get("outer bounds") is not None or pair.get("element stride", 1) > 1 or pair.get("padded strides") == "yes"
         return False
@@ -163,7 +168,10 @@ def tma_copy_space() -> Space:
                   lambda p: p["dst"] // 128 % 8),
         Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave", lambda p: "none",
                   dict.fromkeys(("16B", "32B"), INTERLEAVE_EXCLUDED)),
-        Parameter("out-of-bound fill", ("zero", "nan"), f"{api}: CUtensorMapFloatOOBfill", lambda p: "zero", {"nan": NAN_FILL_EXCLUDED}),
+        Parameter("out-of-bound fill", ("zero", "nan"), f"{api}: CUtensorMapFloatOOBfill",
+                  lambda p: "nan" if p.get("oob_fill") else "zero"),
+        Parameter("data type", ("unsigned", "floating point"), f"{api}: CUtensorMapDataType",
+                  lambda p: "floating point" if p.get("data_type") is not None else "unsigned"),
         Parameter("cluster size", (1, 2, 4, 8), f"{multicast}; CUDA: cluster dims (8 CTAs portable)", lambda p: p.get("cluster", 1),
                   {8: "clusters of 2 and 4 CTAs are what the issue names; 8 leaves fewer clusters resident a launch"}),
         Parameter("multicast mask", ("every CTA", "some CTAs, the issuer among them", "some CTAs, not the issuer"),

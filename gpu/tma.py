@@ -243,8 +243,9 @@ def copy_encoding(copy: TensorCopy, address: int = 0) -> TiledEncoding:
     box = copy.box
     if box.element_bytes not in DTYPE_BY_BYTES or box.swizzle.spec.cuda is None:
         raise ValueError(f"no CUDA tensor map for {box.element_bytes}-byte elements in mode {box.swizzle.spec.name}")
-    return TiledEncoding(DTYPE_BY_BYTES[box.element_bytes], address, copy.global_dims, copy.global_strides, box.box_dims,
-                         box.element_strides, swizzle=box.swizzle.spec.cuda)
+    data_type = DTYPE_BY_BYTES[box.element_bytes] if copy.data_type is None else copy.data_type
+    return TiledEncoding(data_type, address, copy.global_dims, copy.global_strides, box.box_dims,
+                         box.element_strides, swizzle=box.swizzle.spec.cuda, oob_fill=copy.oob_fill)
 
 
 def region_bytes(copy: TensorCopy) -> int:

@@ -40,7 +40,7 @@ from layoutfuzz.oracles.tma_copy import GRANULE, TensorCopy, moves, multicast_wi
 
 def copy_from_params(p: Mapping[str, Any]) -> TensorCopy:
     return TensorCopy(box_from_params(p), tuple(p["global_dims"]), tuple(p["global_strides"]), tuple(p["coords"]), p["direction"],
-                      p.get("cluster", 1), p.get("multicast", 1), p.get("issuer", 0))
+                      p.get("cluster", 1), p.get("multicast", 1), p.get("issuer", 0), p.get("data_type"), p.get("oob_fill", 0))
 
 
 @cache

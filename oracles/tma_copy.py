@@ -32,10 +32,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from layoutfuzz.oracles.linear_layout import LayoutError
+from layoutfuzz.oracles.tensor_map import DATA_TYPE_BYTES
 from layoutfuzz.oracles.tma import TiledBox
 
 GRANULE = 16  # bytes a store writes along dimension 0 at once (observed)
 DIRECTIONS = ("load", "store")
+# CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA: the bits a load writes for an element outside the tensor, per
+# floating-point CUtensorMapDataType. PTX 5.5.3.3 says only "a special NaN"; observed on an H100 (2026-11-24,
+# docs/findings.md): the half-word 0x7FF7 in every 16 bits, whatever the type, a NaN in each of the formats
+NAN_FILL = {6: 0x7FF7, 9: 0x7FF7, 7: 0x7FF77FF7, 10: 0x7FF77FF7, 11: 0x7FF77FF7, 12: 0x7FF77FF7, 8: 0x7FF77FF77FF77FF7}
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,8 @@ class TensorCopy:
     cluster: int = 1  # CTAs of the thread-block cluster
     multicast: int = 1  # ctaMask: bit r, the CTA of rank r receives a load
     issuer: int = 0  # the rank of the CTA that issues the copy
+    data_type: int | None = None  # CUtensorMapDataType; None: the unsigned type of the element's width
+    oob_fill: int = 0  # CUtensorMapFloatOOBfill: 0 zeros, 1 NaN (floating-point types only)
 
     def __post_init__(self) -> None:
         for name in ("global_dims", "global_strides", "coords"):
@@ -68,6 +75,10 @@ class TensorCopy:
             raise LayoutError("only loads multicast across a cluster")
         if self.coords[0] * self.box.element_bytes % 16:
             raise LayoutError(f"the box's start in dim 0 ({self.coords[0]}) is not a whole number of 16-byte granules")
+        if self.oob_fill not in (0, 1) or (self.oob_fill and self.data_type not in NAN_FILL):
+            raise LayoutError(f"a NaN fill needs a floating-point data type ({sorted(NAN_FILL)}), got {self.data_type}")
+        if self.data_type is not None and DATA_TYPE_BYTES[self.data_type] != self.box.element_bytes:
+            raise LayoutError(f"data type {self.data_type} is not {self.box.element_bytes} bytes")
 
     @property
     def pitches(self) -> tuple[int, ...]:
@@ -121,12 +132,20 @@ def _byte_indices(starts: np.ndarray, size: int) -> np.ndarray:
     return (starts[:, None] + np.arange(size)).ravel()
 
 
+def out_of_bound_bytes(copy: TensorCopy) -> np.ndarray:
+    """What a load writes for an element outside the tensor: zeros (5.5.3.3), or with the NaN fill the type's NaN as
+    ``NAN_FILL`` gives it (observed)."""
+    if copy.oob_fill:
+        return np.frombuffer(NAN_FILL[copy.data_type].to_bytes(copy.box.element_bytes, "little"), dtype=np.uint8)
+    return np.zeros(copy.box.element_bytes, dtype=np.uint8)
+
+
 def loaded_window(copy: TensorCopy, tensor: np.ndarray, window: int, fill: int) -> np.ndarray:
     """The shared-memory window after a load: ``fill`` where no element lands, each element's global bytes (``tensor``:
-    the tensor's bytes from its start) where it is inside the tensor, zeros where it is not (5.5.3.3 zero fill)."""
+    the tensor's bytes from its start) where it is inside the tensor, ``out_of_bound_bytes`` where it is not."""
     m, e = moves(copy), copy.box.element_bytes
     out = np.full(window, fill, dtype=np.uint8)
-    out[_byte_indices(m.shared, e)] = 0
+    out[_byte_indices(m.shared, e)] = np.tile(out_of_bound_bytes(copy), len(m.shared))
     inside = m.inside
     out[_byte_indices(m.shared[inside], e)] = tensor[_byte_indices(m.global_offset[inside], e)]
     return out

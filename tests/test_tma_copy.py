@@ -60,6 +60,32 @@ def test_a_load_at_a_negative_coordinate_zero_fills_the_elements_before_the_boun
     assert (window[128:] == 0xA5).all()
 
 
+def test_a_nan_filled_load_writes_the_half_word_0x7ff7_where_zeros_would_be():
+    # observed on an H100 (docs/findings.md): with CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA every out-of-bound
+    # element is 0x7FF7 in each 16 bits (f32: 0x7FF77FF7), a NaN in every format; in-bound elements are the tensor's
+    box = TiledBox((16, 2), 4, (1, 1), SwizzleMode.NONE, 0)
+    copy = TensorCopy(box, (16, 2), (64,), (-4, 0), "load", data_type=7, oob_fill=1)  # FLOAT32
+    tensor = np.arange(128, dtype=np.uint8) + 100
+    window = loaded_window(copy, tensor, 256, 0xA5)
+    for row in range(2):
+        got = window[row * 64:row * 64 + 64].view("<u4")
+        assert (got[:4] == 0x7FF77FF7).all() and np.isnan(got[:4].view("<f4")).all()
+        assert (got[4:] == tensor[row * 64:row * 64 + 48].view("<u4")).all()
+    half = TensorCopy(TiledBox((16, 1), 2, (1, 1), SwizzleMode.NONE, 0), (8, 1), (32,), (0, 0), "load", data_type=9, oob_fill=1)
+    got = loaded_window(half, np.zeros(32, np.uint8), 64, 0).view("<u2")  # bf16: elements 8..15 past the bound
+    assert (got[8:16] == 0x7FF7).all() and (got[:8] == 0).all()
+    zero = TensorCopy(box, (16, 2), (64,), (-4, 0), "load", data_type=7, oob_fill=0)  # a float type, zero fill
+    assert (loaded_window(zero, tensor, 256, 0xA5)[:16] == 0).all()
+
+
+def test_a_nan_fill_needs_a_floating_point_type_of_the_elements_width():
+    box = TiledBox((16, 2), 4, (1, 1), SwizzleMode.NONE, 0)
+    with pytest.raises(LayoutError, match="floating-point"):
+        TensorCopy(box, (16, 2), (64,), (0, 0), "load", oob_fill=1)  # the unsigned type of 4 bytes
+    with pytest.raises(LayoutError, match="not 4 bytes"):
+        TensorCopy(box, (16, 2), (64,), (0, 0), "load", data_type=6, oob_fill=1)  # FLOAT16 for 4-byte elements
+
+
 def test_traversal_strides_skip_elements_in_outer_dims():
     # PTX 5.5.3.2: element i of a dim with traversal stride 3 is at coordinate c + 3 i
     box = TiledBox((4, 5), 4, (1, 3), SwizzleMode.NONE, 0)  # loads ceil(5/3) = 2 rows: coordinates 1 and 4
@@ -126,16 +152,19 @@ def test_copies_refuse_what_is_not_a_tiled_copy():
 
 def test_generated_copies_are_valid_and_reach_every_bound():
     target = TmaCopy()
-    places = set()
+    places, filled = set(), set()
     for i in range(2000):
         case = Case("tma.copy", 0, i, tensor_copy(RandomSource(f"valid/{i}")))
         target.validate(case)
         copy = copy_from_params(case.params)
+        filled.add((copy.data_type, copy.oob_fill, copy.direction))
         assert copy.global_bytes <= MAX_TENSOR_BYTES
         assert case.params["direction"] == "load" or min(copy.coords) >= 0  # a store before a bound traps: never drawn
         places.update((case.params["direction"], k == 0, p) for k, p in enumerate(case.params["places"]))
     assert {("store", True, "cut"), ("store", False, "cut"), ("load", True, "before"), ("load", False, "before"),
             ("store", True, "past")} <= places
+    assert {(t, 1, "load") for t in (6, 7, 8, 9, 10, 11, 12)} <= filled  # every floating-point type NaN-filled
+    assert all(direction == "load" for t, _, direction in filled if t is not None)
 
 
 def test_the_comparison_names_what_a_store_got_wrong():
