@@ -147,8 +147,27 @@ def loaded_window(copy: TensorCopy, tensor: np.ndarray, window: int, fill: int) 
     out = np.full(window, fill, dtype=np.uint8)
     out[_byte_indices(m.shared, e)] = np.tile(out_of_bound_bytes(copy), len(m.shared))
     inside = m.inside
-    out[_byte_indices(m.shared[inside], e)] = tensor[_byte_indices(m.global_offset[inside], e)]
+    data = tensor[_byte_indices(m.global_offset[inside], e)]
+    if copy.data_type in TF32_TYPES:
+        data = tf32_rounded(data.view("<u4")).view(np.uint8)
+    out[_byte_indices(m.shared[inside], e)] = data
     return out
+
+
+TF32_TYPES = (11, 12)  # CU_TENSOR_MAP_DATA_TYPE_TFLOAT32, TFLOAT32_FTZ
+TF32_NAN = 0x7FFFE000
+
+
+def tf32_rounded(words: np.ndarray) -> np.ndarray:
+    """What a load through a TFLOAT32 tensor map delivers for f32 ``words`` (observed on an H100, docs/findings.md; the
+    driver and PTX texts say nothing of a conversion): the 13 low mantissa bits rounded off to nearest, ties to even,
+    every NaN as 0x7FFFE000, infinities kept; denormals are rounded too, not flushed, with or without _FTZ."""
+    words = words.astype(np.uint32)
+    special = (words & 0x7F800000) == 0x7F800000
+    nan = special & ((words & 0x7FFFFF) != 0)
+    odd = (words >> 13) & 1
+    rounded = ((words.astype(np.uint64) + 0xFFF + odd) & ~np.uint64(0x1FFF)).astype(np.uint32)
+    return np.where(nan, np.uint32(TF32_NAN), np.where(special, words, rounded)).astype("<u4")
 
 
 def multicast_windows(copy: TensorCopy, tensor: np.ndarray, window: int, fill: int) -> np.ndarray:

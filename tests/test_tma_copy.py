@@ -78,6 +78,23 @@ def test_a_nan_filled_load_writes_the_half_word_0x7ff7_where_zeros_would_be():
     assert (loaded_window(zero, tensor, 256, 0xA5)[:16] == 0).all()
 
 
+def test_a_tf32_load_rounds_as_the_h100_did():
+    # read off an H100 (docs/findings.md): a load through a TFLOAT32 (or TFLOAT32_FTZ) tensor map of these f32 words
+    from layoutfuzz.oracles.tma_copy import tf32_rounded
+
+    seen = {0x3F800000: 0x3F800000, 0x3F800001: 0x3F800000, 0x3F801FFF: 0x3F802000, 0x3F802000: 0x3F802000,
+            0x3F803000: 0x3F804000, 0x3F80F000: 0x3F810000, 0x7F800001: 0x7FFFE000, 0x00000001: 0x00000000,
+            0x00400000: 0x00400000, 0x80000001: 0x80000000, 0x7FC00001: 0x7FFFE000, 0xFFFFFFFF: 0x7FFFE000,
+            0x3F7FFFFF: 0x3F800000, 0x4F000FFF: 0x4F000000, 0x12345678: 0x12346000, 0x87654321: 0x87654000}
+    words = np.array(list(seen), dtype="<u4")
+    assert [int(w) for w in tf32_rounded(words)] == list(seen.values())
+    box = TiledBox((4, 1), 4, (1, 1), SwizzleMode.NONE, 0)
+    tensor = words[:4].view(np.uint8)
+    for data_type, want in ((11, [seen[int(w)] for w in words[:4]]), (7, [int(w) for w in words[:4]])):  # TF32, FLOAT32
+        copy = TensorCopy(box, (4, 1), (16,), (0, 0), "load", data_type=data_type)
+        assert list(loaded_window(copy, tensor, 64, 0)[:16].view("<u4")) == want
+
+
 def test_a_nan_fill_needs_a_floating_point_type_of_the_elements_width():
     box = TiledBox((16, 2), 4, (1, 1), SwizzleMode.NONE, 0)
     with pytest.raises(LayoutError, match="floating-point"):
