@@ -38,6 +38,40 @@ PACKED = ("16U4_ALIGN8B", "16U4_ALIGN16B", "16U6_ALIGN16B")  # CUtensorMapDataTy
 DIM_BINS = ("0", "1-256", "257-65535", "65536-4294967296", "past 2^32")
 
 
+# what breaking a rule does to the other parameters (generators/tensor_map.py's _break), and so which pairs never occur
+_BREAK_FIXES: dict[str, dict[str, Any]] = {
+    "NaN fill of an integer type": {"out-of-bound fill": ("NAN_REQUEST_ZERO_FMA",),
+                                    "data type": ("UINT8", "UINT16", "UINT32", "INT32", "UINT64", "INT64")},
+    "inner box bytes": {"interleave": ("NONE",)}, "inner box past the swizzle": {"interleave": ("NONE",)},
+    "interleave 32B without swizzle 32B": {"interleave": ("32B",), "rank": (3, 4, 5), "swizzle": ("NONE", "64B", "128B")},
+    "global dim 2^32 + 1": {"largest global dim": ("past 2^32",)},
+    "interleave below rank 3": {"rank": (1, 2), "interleave": ("16B", "32B")},
+    "stride 8-byte aligned": {"rank": (2, 3, 4, 5)}, "stride 2^40": {"rank": (2, 3, 4, 5)},
+    "rank 6": {"rank": ()}, "element stride 9": {"element stride": ()},
+}
+
+
+def _cannot_meet(a: str, x: Any, b: str, y: Any) -> bool:
+    """Pairs that never occur: a rule broken on purpose fixes some parameters (its _BREAK_FIXES); a largest global dim
+    of 0 is a rank-1 tensor of 0 elements and past 2^32 needs its rule broken; interleave 32B takes swizzle 32B unless
+    that is the rule broken, which then draws none, 64B or 128B."""
+    pair = {a: x, b: y}
+    rule = pair.get("rule broken on purpose")
+    if rule in _BREAK_FIXES:
+        other, value = next(((k, v) for k, v in pair.items() if k != "rule broken on purpose"))
+        if other in _BREAK_FIXES[rule] and value not in _BREAK_FIXES[rule][other]:
+            return True
+    largest = pair.get("largest global dim")
+    if largest == "0":  # rank 1 (no interleave below rank 3)
+        return (pair.get("rank", 1) != 1 or pair.get("interleave", "NONE") != "NONE"
+                or pair.get("rule broken on purpose", "global dim 0") != "global dim 0")
+    if largest == "past 2^32" and "rule broken on purpose" in pair:
+        return rule != "global dim 2^32 + 1"
+    if pair.get("interleave") == "32B" and "swizzle" in pair:
+        return pair["swizzle"] not in ("32B", "NONE", "64B", "128B")
+    return False
+
+
 def encoding_of(p: Mapping[str, Any], base: int = 0) -> TiledEncoding:
     """The encoding of a case's params, its address counted from ``base``."""
     return TiledEncoding(p["data_type"], base + p["global_address"], tuple(p["global_dims"]), tuple(p["global_strides"]),
@@ -176,4 +210,4 @@ class TmaEncode(GpuTarget):
             Parameter("element stride", tuple(range(1, 9)), f"{api}: elementStrides 1..8",
                       lambda p: max(p["element_strides"]) if 1 <= max(p["element_strides"]) <= 8 else None),
             Parameter("rule broken on purpose", ("",) + BREAKS, f"{api}: its requirements, one at a time", lambda p: p["broken"]),
-        ))
+        ), _cannot_meet)
