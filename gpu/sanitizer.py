@@ -76,6 +76,31 @@ def first_errors(log: str, lines: int = 12) -> str:
     return "\n".join(body[:lines] + [s for s in summary if s not in body[:lines]])
 
 
+# the tool's headlines for exceptions the device raises with or without it (compute-sanitizer documentation, memcheck's
+# "hardware exceptions"), as opposed to the memory errors its instrumentation finds
+DEVICE_EXCEPTIONS = ("illegal instruction", "illegal address", "invalid pc", "misaligned pc", "hardware stack overflow",
+                     "warp illegal", "invalid address space", "device-side assert")
+
+
+def device_exception(fault: BaseException) -> bool:
+    """Whether the tool's report is a device exception (which a plain run meets too), not one of its own findings."""
+    first = str(fault).splitlines()[0].lower() if str(fault) else ""
+    return any(kind in first for kind in DEVICE_EXCEPTIONS)
+
+
+def replayed_plain(answers: list[Any], plain: Callable[[int], Any]) -> list[Any]:
+    """``answers`` with each device-exception fault replayed one layer down, without the tool (``plain(i)``, in this
+    worker): a plain run that ends the same way is the target's own crash (its bucket, its ledger entry; a run that ends
+    the worker is bisected to the case by the runner); a plain run that answers keeps the tool's report."""
+    out = list(answers)
+    for i, answer in enumerate(answers):
+        if isinstance(answer, SanitizerFault) and device_exception(answer):
+            value = plain(i)
+            if isinstance(value, BaseException):
+                out[i] = value
+    return out
+
+
 def bisected(run: Callable[[list[int]], ChildRun], count: int) -> list[Any]:
     """Each of ``count`` cases' observed value, or a ``SanitizerFault`` for the cases whose runs the tool reported
     against: a failing group is split in halves until each failing case stands alone."""
@@ -169,8 +194,10 @@ class Sanitized(Target):
         return answer
 
     def observed_batch(self, cases: Sequence[Case]) -> list[Any]:
-        """The cases' observed values from children under the tool, a failing batch bisected (``bisected``)."""
-        return bisected(lambda group: self._child([cases[i] for i in group]), len(cases))
+        """The cases' observed values from children under the tool, a failing batch bisected (``bisected``); a case the
+        tool saw end in a device exception is replayed without the tool (``replayed_plain``)."""
+        answers = bisected(lambda group: self._child([cases[i] for i in group]), len(cases))
+        return replayed_plain(answers, lambda i: self.inner.observed_batch([cases[i]])[0])
 
     def _child(self, cases: list[Case]) -> ChildRun:
         with tempfile.TemporaryDirectory(prefix="layoutfuzz-sanitizer-") as folder:

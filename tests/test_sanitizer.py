@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from layoutfuzz.gpu.sanitizer import ChildRun, SanitizerFault, bisected, first_errors, headline, sanitizer_path
+from layoutfuzz.gpu.sanitizer import (
+    ChildRun,
+    SanitizerFault,
+    bisected,
+    device_exception,
+    first_errors,
+    headline,
+    replayed_plain,
+    sanitizer_path,
+)
 from layoutfuzz.harness import registry, trust
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,6 +71,24 @@ def test_a_batch_the_tool_reports_against_is_split_down_to_the_cases_that_did_it
     assert all(out[i] == i * 10 for i in range(16) if i not in bad)
     assert len(runs) <= 1 + 2 * 2 * 4  # a root, then at most two halves a level down each bad case's path
     assert bisected(run, 0) == []
+
+
+def test_a_device_exception_is_replayed_without_the_tool_and_a_memory_error_is_not():
+    # on an H100 a TMA at a negative coordinate raised "Illegal instruction" under memcheck and plainly alike: the plain
+    # crash is the one the ledger knows; an access past an allocation is the tool's own finding and stays
+    exception = SanitizerFault("compute-sanitizer --tool memcheck: Illegal instruction in tma_probe\n...")
+    access = SanitizerFault("compute-sanitizer --tool memcheck: Invalid __global__ read of size 4 bytes in read_past")
+    assert device_exception(exception) and not device_exception(access)
+    plain_crash = RuntimeError("CUDA error: an illegal instruction was encountered")
+    replays = []
+
+    def plain(i):
+        replays.append(i)
+        return {0: plain_crash, 2: "a value"}[i]
+
+    out = replayed_plain([exception, access, exception, 7], plain)
+    assert replays == [0, 2]  # the memory error and the plain value are not replayed
+    assert out[0] is plain_crash and out[1] is access and out[2] is exception and out[3] == 7
 
 
 def test_a_sanitized_target_shares_its_targets_buckets_but_for_the_tools_own_reports():
