@@ -129,7 +129,7 @@ def _run(command: list[str], what: str) -> str:
 def probe(python: Path) -> str:
     """The Triton version ``python`` imports, checking that it can also run layoutfuzz's code."""
     env = TritonEnvironment("probe", python, "").env()
-    code = "import triton, numpy, pandas, pebble, tabulate, hypothesis, tqdm, tomli_w; print(triton.__version__)"
+    code = "import triton, numpy, pandas, pebble, tabulate, hypothesis, tqdm, tomli_w, jsonschema; print(triton.__version__)"
     done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=env)
     if done.returncode:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -143,7 +143,11 @@ def _make(folder: Path, packages: list[str], label: str) -> TritonEnvironment:
     with _locked(folder):
         ready = folder / READY
         if ready.exists():
-            return TritonEnvironment(label, python, json.loads(ready.read_text())["triton"])
+            made = json.loads(ready.read_text())
+            if made.get("requirements") != requirements():  # made by an older layoutfuzz: its new requirements added
+                _run([uv(), "pip", "install", "-q", "--python", str(python), *requirements()], "adding layoutfuzz's requirements")
+                _write_ready(ready, {**made, "requirements": requirements()})
+            return TritonEnvironment(label, python, made["triton"])
         shutil.rmtree(folder, ignore_errors=True)
         print(f"layoutfuzz: making the environment for Triton {label} in {folder} (once)", file=sys.stderr)
         try:
@@ -153,8 +157,15 @@ def _make(folder: Path, packages: list[str], label: str) -> TritonEnvironment:
         except BaseException:  # a half-made environment is never left behind
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        ready.write_text(json.dumps({"triton": version, "packages": packages}))
+        _write_ready(ready, {"triton": version, "packages": packages, "requirements": requirements()})
         return TritonEnvironment(label, python, version)
+
+
+def _write_ready(ready: Path, data: dict) -> None:
+    """The environment's record, written whole or not at all (it marks the environment as made)."""
+    tmp = ready.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, ready)
 
 
 def _python_tag() -> str:

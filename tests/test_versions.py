@@ -401,3 +401,24 @@ def test_bisect_finds_a_buckets_reproducer_in_the_ledger(tmp_path):
     args.case = str(tmp_path / "broken.json")
     with pytest.raises(UsageError, match="is not a layoutfuzz report or case"):
         _reproducer(args)
+
+
+def test_an_environment_made_by_an_older_layoutfuzz_gets_the_requirements_added_since(tmp_path, monkeypatch):
+    # CI's cached 3.6.0 environment predated the jsonschema requirement: every campaign in it ended in a traceback
+    import json
+
+    from layoutfuzz.harness import environments
+
+    folder = tmp_path / "triton-3.6.0-py311"
+    folder.mkdir()
+    (folder / environments.READY).write_text(json.dumps({"triton": "3.6.0", "packages": ["triton==3.6.0"]}))
+    calls = []
+    monkeypatch.setattr(environments, "_run", lambda command, what: calls.append(command) or "")
+    monkeypatch.setattr(environments, "uv", lambda: "uv")
+    env = environments._make(folder, ["triton==3.6.0"], "3.6.0")
+    assert env.triton == "3.6.0"
+    assert len(calls) == 1 and calls[0][:3] == ["uv", "pip", "install"]
+    assert set(environments.requirements()) <= set(calls[0])
+    assert json.loads((folder / environments.READY).read_text())["requirements"] == environments.requirements()
+    environments._make(folder, ["triton==3.6.0"], "3.6.0")  # now up to date: nothing installed
+    assert len(calls) == 1
