@@ -28,7 +28,7 @@ from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.gpu.targets import GpuTarget
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Availability
+from layoutfuzz.harness.target import Availability, package_versions
 from layoutfuzz.oracles.tma import NVMMA_MODES, TiledBox
 
 SHOWN = 4
@@ -104,15 +104,7 @@ class MosaicGpu(GpuTarget):
         return Availability(True) if found else Availability(False, "jaxlib has no Mosaic GPU bindings here")
 
     def versions(self) -> Mapping[str, str]:
-        from importlib.metadata import PackageNotFoundError, version
-
-        out = dict(super().versions())
-        for package in ("jax", "jaxlib"):
-            try:
-                out[package] = version(package)
-            except PackageNotFoundError:
-                pass
-        return out
+        return {**super().versions(), **package_versions("jax", "jaxlib")}
 
     def generate(self, source: Source) -> dict[str, Any]:
         return mosaic_gpu_case(source)

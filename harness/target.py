@@ -146,6 +146,19 @@ class Target:
         return iter(())
 
 
+def package_versions(*names: str) -> dict[str, str]:
+    """The installed version of each named distribution (those not installed left out), for a target's ``versions``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
 def _answer(method: Callable[[Case], Any], case: Case) -> Any:
     """``method(case)``, or the exception it raised (an entry of a batch's answers)."""
     try:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.harness.target import Availability
+from layoutfuzz.harness.target import Availability, package_versions
 from layoutfuzz.harness.targets.cute_algebra import Call, CuteAlgebraTarget, _lists
 
 PACKAGE = "nvidia-cutlass-dsl"
@@ -29,21 +29,10 @@ class CuteDslLayouts(CuteAlgebraTarget):
     max_batch = 1024  # one trace a batch: about 0.3 ms a case
 
     def availability(self) -> Availability:
-        try:
-            import cutlass.cute  # noqa: F401
-        except ImportError:
-            return Availability(False, f"needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]' ({PACKAGE})")
-        except Exception as exc:  # the DSL's own start-up (its native libraries) failed here
-            return Availability(False, f"{PACKAGE} does not load here: {str(exc)[:200]}")
-        return Availability(True)
+        return dsl_availability("cutlass.cute")
 
     def versions(self) -> Mapping[str, str]:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            return {PACKAGE: version(PACKAGE)}
-        except PackageNotFoundError:
-            return {}
+        return package_versions(PACKAGE)
 
     def evaluate(self, call: Call) -> dict[str, Any]:
         result = evaluate_many([call])[0]
@@ -54,6 +43,19 @@ class CuteDslLayouts(CuteAlgebraTarget):
     def observed_batch(self, cases: Sequence[Case]) -> Sequence[Any]:
         """All the batch's cases in one trace; an entry is the case's result or the exception the DSL raised."""
         return evaluate_many([Call.of(case.params) for case in cases])
+
+
+def dsl_availability(module: str) -> Availability:
+    """Whether CUTLASS's Python DSL (``module`` of it) loads here, and if not, why."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return Availability(False, f"needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]' ({PACKAGE})")
+    except Exception as exc:  # the DSL's own start-up (its native libraries) failed here
+        return Availability(False, f"{PACKAGE} does not load here: {str(exc)[:200]}")
+    return Availability(True)
 
 
 def evaluate_many(calls: Sequence[Call]) -> list[Any]:

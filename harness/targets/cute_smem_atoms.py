@@ -24,9 +24,9 @@ from layoutfuzz.generators.smem_atoms import ELEMENTS, smem_atom_tile
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Availability, Target
+from layoutfuzz.harness.target import Availability, Target, package_versions
 from layoutfuzz.harness.targets.cute_algebra import _lists, _tuple
-from layoutfuzz.harness.targets.cute_dsl_layouts import PACKAGE, _static
+from layoutfuzz.harness.targets.cute_dsl_layouts import PACKAGE, _static, dsl_availability
 from layoutfuzz.oracles import smem_atoms as atoms
 from layoutfuzz.oracles.cute import Layout, Swizzle
 from layoutfuzz.oracles.cute_properties import offsets_array
@@ -50,21 +50,10 @@ class CuteSmemAtoms(Target):
     max_batch = 1024
 
     def availability(self) -> Availability:
-        try:
-            import cutlass.cute.nvgpu.warpgroup  # noqa: F401
-        except ImportError:
-            return Availability(False, f"needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]' ({PACKAGE})")
-        except Exception as exc:  # the DSL's own start-up failed here
-            return Availability(False, f"{PACKAGE} does not load here: {str(exc)[:200]}")
-        return Availability(True)
+        return dsl_availability("cutlass.cute.nvgpu.warpgroup")
 
     def versions(self) -> Mapping[str, str]:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            return {PACKAGE: version(PACKAGE)}
-        except PackageNotFoundError:
-            return {}
+        return package_versions(PACKAGE)
 
     def generate(self, source: Source) -> dict[str, Any]:
         return smem_atom_tile(source)

@@ -22,7 +22,7 @@ from layoutfuzz.generators.mosaic_layouts import NAMED, WGMMA, mosaic_layout_cas
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Availability, Target
+from layoutfuzz.harness.target import Availability, Target, package_versions
 from layoutfuzz.oracles import mosaic_layouts as oracle
 from layoutfuzz.oracles.linear_layout import LayoutError
 
@@ -47,13 +47,7 @@ class MosaicLayouts(Target):
         return Availability(True)
 
     def versions(self) -> Mapping[str, str]:
-        from importlib.metadata import PackageNotFoundError, version
-
-        out = {}
-        for package in PACKAGES:
-            with contextlib.suppress(PackageNotFoundError):
-                out[package] = version(package)
-        return out
+        return package_versions(*PACKAGES)
 
     def generate(self, source: Source) -> dict[str, Any]:
         return mosaic_layout_case(source)

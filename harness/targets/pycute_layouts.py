@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from layoutfuzz.harness.target import Availability, Unsupported
+from layoutfuzz.harness.target import Availability, Unsupported, package_versions
 from layoutfuzz.harness.targets.cute_algebra import OPS, Call, CuteAlgebraTarget, _lists
 
 __all__ = ["OPS", "PycuteLayouts"]
@@ -33,12 +33,7 @@ class PycuteLayouts(CuteAlgebraTarget):
         return Availability(True)
 
     def versions(self) -> Mapping[str, str]:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            return {"nvidia-cutlass": version("nvidia-cutlass")}
-        except PackageNotFoundError:
-            return {}
+        return package_versions("nvidia-cutlass")
 
     def evaluate(self, call: Call) -> dict[str, Any]:
         import pycute
