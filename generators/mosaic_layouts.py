@@ -6,6 +6,7 @@ int is a tiled dim, ``{"replicated": n}`` a replication), ``vector_dim`` and the
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
 from layoutfuzz.generators.source import Source, permutation
@@ -55,16 +56,10 @@ def mosaic_layout_case(source: Source) -> dict[str, Any]:
 def _shape(source: Source, base: list[int]) -> list[int]:
     """The base tile times a power of two per dim, at most MAX_ELEMENTS in all."""
     shape = [n << source.integer(0, 2) for n in base]
-    while _prod(shape) > MAX_ELEMENTS:
+    while prod(shape) > MAX_ELEMENTS:
         shape[shape.index(max(shape))] //= 2
     return [max(n, b) for n, b in zip(shape, base)]
 
-
-def _prod(values: list[int]) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
 
 
 def random_tiled_layout(source: Source) -> dict[str, Any]:

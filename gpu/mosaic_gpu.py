@@ -66,15 +66,15 @@ def expected_image(p: Mapping[str, Any], source: np.ndarray) -> np.ndarray:
     image = np.zeros(int(np.prod(smem_shape(p))) * e, dtype=np.uint8)
     if p["family"] == "tma":
         window = source[p["row_offset"]:p["row_offset"] + p["rows"]]
-        tiles = [((0, 0), window)]
+        tiles = [window]
         box_dims = (p["columns"], p["rows"])
     else:
         tr, tc = p["tile"]
         rows, cols = p["shape"]
-        tiles = [((i, j), source[i * tr:(i + 1) * tr, j * tc:(j + 1) * tc]) for i in range(rows // tr) for j in range(cols // tc)]
+        tiles = [source[i * tr:(i + 1) * tr, j * tc:(j + 1) * tc] for i in range(rows // tr) for j in range(cols // tc)]
         box_dims = (tc, tr)
     per_tile = box_dims[0] * box_dims[1] * e
-    for number, (_, values) in enumerate(tiles):
+    for number, values in enumerate(tiles):
         box = TiledBox(box_dims, e, (1, 1), mode, number * per_tile)
         raw = np.ascontiguousarray(values).view(np.uint8).reshape(-1, e)  # innermost fastest, as placement()
         for address, data in zip(box.placement(), raw):

@@ -104,4 +104,4 @@ def tile_bit_addresses(kind: str, elem_bits: int, shape: Sequence[int], order: S
         atom = atom[:, :, None] + stage[None, None, :]
     bits = atom * atom_bits(kind, elem_bits) + inside * elem_bits
     swizzled = swizzled_bytes(bits >> 3, kind_of(kind)[1]) << 3 | (bits & 7)
-    return swizzled.reshape(prod(shape), order="F") if swizzled.ndim else swizzled
+    return swizzled.reshape(prod(shape), order="F")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -25,6 +26,17 @@ def layoutfuzz(*args: str, cwd: Path, env: dict | None = None, timeout: float = 
         [sys.executable, "-m", "layoutfuzz.harness.cli", *args], cwd=cwd, env=environment, capture_output=True, text=True,
         timeout=timeout,
     )
+
+
+def ledgered_run(tmp_path: Path, targets: str, cases: int) -> tuple[subprocess.CompletedProcess, list[list[str]], list[str]]:
+    """``layoutfuzz run`` of ``targets`` with the repository's ledger (``run`` reads it from its directory): the run,
+    its pass-rate rows (cells stripped) and its root-cause lines that are not known problems."""
+    shutil.copy(Path(__file__).parents[1] / "layoutfuzz-known.toml", tmp_path)
+    done = layoutfuzz("run", "--targets", targets, "--cases", str(cases), "--jobs", "2", "--out", "out", cwd=tmp_path)
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in done.stdout.splitlines() if line.startswith("| ")]
+    rows = [r for r in cells if len(r) >= 10 and r[0] in targets.split(",")]  # the pass-rate table
+    causes = [line for line in done.stdout.splitlines() if line.startswith("| ") and ("| diverge" in line or "| error " in line)]
+    return done, rows, [line for line in causes if not line.startswith("| known")]
 
 
 def test_run_then_reproduce_every_report(tmp_path):
