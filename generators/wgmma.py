@@ -7,12 +7,15 @@ PTX says it is ignored, repeat counts m and k, and 8- to 64-bit elements.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from layoutfuzz.generators.source import Source
 from layoutfuzz.oracles.wgmma import (
     ELEMENT_BITS,
     CanonicalLayout,
     Major,
     MatrixDescriptor,
+    WGMMA_N,
     SwizzleMode,
     descriptor_base_offset,
 )
@@ -71,49 +74,82 @@ def descriptor(source: Source) -> MatrixDescriptor:
 
 
 PROBE_WINDOW = 32 * 1024  # bytes of shared memory the operand under test may touch
-# where the window may sit: a block's 227 KiB on sm_90, less the window, the probe's 4 KiB identity and 1 KiB alignment
-MAX_WINDOW_OFFSET = 227 * 1024 - PROBE_WINDOW - 4096 - 1024
+# a block's 227 KiB on sm_90 less the probe's 4 KiB identity and 1 KiB alignment: the widest window, and where windows may sit
+WIDE_WINDOW = 227 * 1024 - 4096 - 1024
+PROBE_WINDOWS = (PROBE_WINDOW, 2 * PROBE_WINDOW, 4 * PROBE_WINDOW, WIDE_WINDOW)  # few sizes: a digit plan each
 LBO_FOLKLORE = (0, 1, 16)
 PROBE_DTYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")  # what CUTLASS, DeepGEMM, ThunderKittens and JAX write where LBO is ignored
+FIELD_MAX = (1 << 14) - 1  # a 14-bit descriptor field, in 16-byte units
 
 
 def device_case(source: Source) -> dict:
     """One operand of one m64nNk{8,16,32} wgmma, as the GPU probe runs it: element type, which operand, major-ness,
-    swizzle, N, LBO/SBO, a start address (on or off the pattern repeat), the LBO field where PTX
-    ignores it (0, 1, 16 or random) and the base-offset field (the PTX value, 0 as the peers write
-    it, or random)."""
+    swizzle, N (every N PTX allows the type, where B is under test), LBO/SBO (one case in eight with a stride over
+    most of shared memory), a start address (on or off the pattern repeat), the LBO field where PTX ignores it
+    (0, 1, 16 or random) and the base-offset field (the PTX value, 0 as the peers write it, or random)."""
     dtype = source.choice(PROBE_DTYPES)
     bits = 32 if dtype == "tf32" else 16 if dtype in ("f16", "bf16") else 8
     operand = source.choice(("A", "B"))
     major = source.choice(list(Major)) if bits == 16 else Major.K  # only 16-bit operands may be MN-major
     mode = source.choice(list(SwizzleMode))
-    W, T = mode.width, 128 // bits
+    T = 128 // bits
     # A under test is seen through D = A x I (N columns): N must cover K (32 for 8-bit types)
-    n = (16 if bits >= 16 else 64) if operand == "A" else source.choice((16, 64))
+    n = (16 if bits >= 16 else 64) if operand == "A" else source.choice(WGMMA_N[dtype])
     mn = 64 if operand == "A" else n
-    if major is Major.MN and mn < T * W:
-        mode = SwizzleMode.B32 if mn >= 16 else SwizzleMode.NONE
-        W = mode.width
+    while major is Major.MN and mn % (T * mode.width):  # MN-major: whole swizzle atoms (T x W elements) along MN
+        mode = SWIZZLE_NARROWER[mode]
+    W = mode.width
     m, k = (mn // 8, 1) if major is Major.K else (mn // (T * W), 2)
     lbo, sbo = strides(source, major, mode, m, k, any_ignored_lbo=False)
+    wide = source.integer(0, 7) == 0
+    if wide:
+        lbo, sbo = wide_strides(source, CanonicalLayout(major, mode, bits, m, k, lbo, sbo), WIDE_WINDOW)
+    # the smallest window that holds the operand (wide N and gaps between repeats may need more than 32 KiB)
+    reach = highest_address(CanonicalLayout(major, mode, bits, m, k, lbo, sbo)) + 16
+    window = WIDE_WINDOW if wide else next(w for w in PROBE_WINDOWS if w >= reach)
     repeat = mode.repeat_bytes or 128
     start = repeat * source.integer(0, 3) + 128 * source.integer(0, 7) * (mode is not SwizzleMode.NONE)
     if source.integer(0, 3) == 0:
         start += 16 * source.integer(1, 7)  # inside a pattern row
     layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, start)
-    if highest_address(layout) + 16 > PROBE_WINDOW:
+    if highest_address(layout) + 16 > window:
         layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, 0)
-    deeper = 1024 * source.integer(0, PROBE_WINDOW // 1024 - 1)  # anywhere in the window where the operand still fits
-    if highest_address(layout) + deeper + 16 <= PROBE_WINDOW:
+    deeper = 1024 * source.integer(0, window // 1024 - 1)  # anywhere in the window where the operand still fits
+    if highest_address(layout) + deeper + 16 <= window:
         layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, layout.start + deeper)
     lbo_field = None
     if major is Major.K and mode is not SwizzleMode.NONE:
         lbo_field = source.choice((*LBO_FOLKLORE, source.integer(2, (1 << 14) - 1)))
     base_choice = source.choice(("ptx", "ptx", "zero", "random"))
     # one window in four sits anywhere in the block's shared memory (the start-address field over its range)
-    window_offset = 1024 * source.integer(0, MAX_WINDOW_OFFSET // 1024) if source.integer(0, 3) == 0 else 0
+    window_offset = 1024 * source.integer(0, (WIDE_WINDOW - window) // 1024) if source.integer(0, 3) == 0 else 0
     return {
         "dtype": dtype, "operand": operand, "major": major.value, "swizzle": mode.name, "n": n, "m": m, "k": k,
         "lbo": layout.lbo, "sbo": layout.sbo, "start": layout.start, "lbo_field": lbo_field, "base_offset": base_choice
         if base_choice != "random" else source.integer(0, 7), "window_offset": window_offset,
+        "window": window,
     }
+
+
+SWIZZLE_NARROWER = {SwizzleMode.B128: SwizzleMode.B64, SwizzleMode.B64: SwizzleMode.B32, SwizzleMode.B32: SwizzleMode.NONE}
+
+
+def wide_strides(source: Source, layout: CanonicalLayout, window: int) -> tuple[int, int]:
+    """(LBO, SBO) of ``layout`` with one stride the descriptor uses (SBO, or LBO where PTX reads it) drawn anywhere
+    from its own value up to what keeps the operand inside ``window``; a stride the layout steps over once at most
+    (a single repeat) is any 14-bit field."""
+    uses_lbo = not (layout.major is Major.K and layout.swizzle is not SwizzleMode.NONE)
+    name = source.choice(("lbo", "sbo")) if uses_lbo else "sbo"
+
+    def highest(stride: int) -> int:
+        return highest_address(replace(layout, **{name: stride}))
+
+    low = getattr(layout, name) // 16
+    base, steps = highest(0), (highest(16 * 1024) - highest(0)) // (16 * 1024)  # the stride's repeats less one
+    top = FIELD_MAX if steps == 0 else min(FIELD_MAX, (window - 16 - 112 - base) // (16 * steps))  # 112: a swizzle's reach
+    top = max(low, top)
+    range_ = source.integer(low // 1024, top // 1024)  # each 1024-unit range of the field as likely as the next
+    field = source.integer(max(low, 1024 * range_), min(top, 1024 * range_ + 1023))
+    while field > low and highest(16 * field) + 16 > window:
+        field = max(low, field // 2)
+    return (16 * field, layout.sbo) if name == "lbo" else (layout.lbo, 16 * field)

@@ -17,11 +17,47 @@ THREADS = 128
 @cache
 def compile_kernel(filename: str, arch: str = ARCH):
     """The cubin (cuda.core ObjectCode) of ``gpu/kernels/FILENAME`` for ``arch``."""
-    from cuda.core import Program, ProgramOptions
+    return compile_source((KERNELS / filename).read_text(), filename, arch)
 
-    source = (KERNELS / filename).read_text()
-    program = Program(source, code_type="c++", options=ProgramOptions(arch=arch, std="c++17", name=filename))
-    return program.compile("cubin")
+
+@cache
+def compile_source(source: str, name: str, arch: str = ARCH):
+    """The cubin (cuda.core ObjectCode) of CUDA C++ ``source`` for ``arch``. A source that takes NVRTC long (the
+    wgmma probe's every-N instructions: most of a minute) is compiled once per machine: the cubin is filed under the
+    cache folder by the hash of source, arch and NVRTC version, and concurrent workers wait for the one compiling."""
+    import fcntl
+    import hashlib
+
+    from cuda.core import ObjectCode, Program, ProgramOptions
+
+    from layoutfuzz.harness.environments import cache_root
+    from layoutfuzz.reports.store import write_atomically
+
+    def build() -> bytes:
+        program = Program(source, code_type="c++", options=ProgramOptions(arch=arch, std="c++17", name=name))
+        return bytes(program.compile("cubin").code)
+
+    if len(source) < CACHED_SOURCE_BYTES:
+        return ObjectCode.from_cubin(build(), name=name)
+    key = hashlib.sha256(f"{arch}\0{_nvrtc_version()}\0{source}".encode()).hexdigest()[:20]
+    folder = cache_root() / "cubins"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{Path(name).stem}-{key}.cubin"
+    with open(folder / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one process compiles, the others then read its cubin
+        if not path.exists():
+            write_atomically(path, build())
+    return ObjectCode.from_cubin(path.read_bytes(), name=name)
+
+
+CACHED_SOURCE_BYTES = 64 * 1024  # sources at least this long are compiled once per machine (``compile_source``)
+
+
+def _nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
 
 
 @cache
@@ -70,7 +106,7 @@ def allow_dynamic_shared(function: Any, nbytes: int) -> None:
 class KernelRunner:
     """One compiled kernel of gpu/kernels on the current device, with torch for buffers."""
 
-    def __init__(self, filename: str, name: str) -> None:
+    def __init__(self, filename: str, name: str, source: str | None = None) -> None:
         import torch
         from cuda.core import Device
 
@@ -78,7 +114,8 @@ class KernelRunner:
         self.device = Device()
         self.device.set_current()
         self.stream = self.device.create_stream()
-        self.kernel = compile_kernel(filename).get_kernel(name)
+        code = compile_kernel(filename) if source is None else compile_source(source, filename)
+        self.kernel = code.get_kernel(name)
 
     def launch(self, grid: int, shmem: int, *args, kernel=None, cluster: int | None = None) -> None:
         """One launch of ``grid`` blocks (clusters of ``cluster`` blocks, if given) of THREADS threads of ``kernel`` (the

@@ -45,6 +45,10 @@ def wgmma_space() -> Space:
             return pair["n"] not in WGMMA_N[pair["dtype"]]
         if "lbo where ignored" in pair and ("major" in pair or "swizzle" in pair):  # only K-major swizzled ignores LBO
             return pair.get("major") == Major.MN.value or pair.get("swizzle") == SwizzleMode.NONE.name
+        if "lbo where ignored" in pair and "LBO field" in pair:  # a field of 0, 1 or 16 is in the first range
+            return pair["lbo where ignored"] != "other" and pair["LBO field"] != FIELD_BINS[0]
+        if "SBO field" in pair and ("n" in pair or "operand" in pair):
+            return _sbo_past_shared_memory(pair.get("operand", "B"), pair.get("n", 8), pair["SBO field"])
         return False
 
     return Space((
@@ -63,6 +67,17 @@ def wgmma_space() -> Space:
         Parameter("base offset field", tuple(range(8)), f"{ptx}: bits 51-49", probe_base_offset),
         Parameter("lbo where ignored", ("0", "1", "16", "other"), f"{ptx}: LBO unused for swizzled K-major", ignored_lbo),
     ), illegal)
+
+
+def _sbo_past_shared_memory(operand: str, n: int, sbo_range: str) -> bool:
+    """Whether every operand of this kind whose SBO field lies in ``sbo_range`` reaches past a block's shared memory:
+    its SBO steps at least (repeats - 1) times, with the fewest repeats over the layouts PTX allows it (B of N 8: one
+    row group; 16-bit MN-major swizzled: two K groups; otherwise N/8 row groups of B)."""
+    from layoutfuzz.generators.wgmma import WIDE_WINDOW
+
+    repeats = 2 if operand == "A" or n % 16 == 0 else n // 8
+    low = int(sbo_range.split("-")[0])
+    return (repeats - 1) * 16 * low > WIDE_WINDOW
 
 
 def tma_space() -> Space:

@@ -365,17 +365,28 @@ class WgmmaDescriptor(GpuTarget):
         return device_case(source)
 
     def validate(self, case: Case) -> None:
-        from layoutfuzz.generators.wgmma import MAX_WINDOW_OFFSET
-        from layoutfuzz.gpu.wgmma import WINDOW, probe_descriptor, probe_layout
+        from layoutfuzz.gpu.wgmma import WIDE_WINDOW, WINDOW, probe_descriptor, probe_layout
+        from layoutfuzz.gpu.wgmma_shapes import SHAPES
+        from layoutfuzz.oracles.wgmma import WGMMA_N
         from layoutfuzz.oracles.wgmma_addresses import highest_address
 
-        layout = probe_layout(case.params)
-        probe_descriptor(case.params)
-        if highest_address(layout) + 16 > WINDOW:
-            raise ValueError(f"the operand reaches past the {WINDOW}-byte window")
-        offset = case.params.get("window_offset", 0)
-        if not isinstance(offset, int) or offset % 1024 or not 0 <= offset <= MAX_WINDOW_OFFSET:
-            raise ValueError(f"window_offset is a multiple of 1024 from 0 to {MAX_WINDOW_OFFSET}")
+        p = case.params
+        if p.get("dtype", "f16") not in SHAPES or p.get("n") not in WGMMA_N[p.get("dtype", "f16")]:
+            raise ValueError(f"dtype {p.get('dtype')!r} with N {p.get('n')!r} is not a wgmma shape the probe runs")
+        layout = probe_layout(p)
+        probe_descriptor(p)
+        window, offset = p.get("window", WINDOW), p.get("window_offset", 0)
+        if not isinstance(window, int) or window % 1024 or not WINDOW <= window <= WIDE_WINDOW:
+            raise ValueError(f"window is a multiple of 1024 from {WINDOW} to {WIDE_WINDOW}")
+        if highest_address(layout) + 16 > window:
+            raise ValueError(f"the operand reaches past the {window}-byte window")
+        if not isinstance(offset, int) or offset % 1024 or not 0 <= offset <= WIDE_WINDOW - window:
+            raise ValueError(f"window_offset is a multiple of 1024 from 0 to {WIDE_WINDOW - window}")
+        rows, cols = layout.shape
+        if p["operand"] == "A" and not cols <= p["n"] <= 64:  # D = A x I shows A's K columns; the identity has 64 rows
+            raise ValueError(f"A is seen through D = A x I: N {p['n']} must be from K ({cols}) to 64")
+        if rows != (64 if p["operand"] == "A" else p["n"]):
+            raise ValueError(f"the operand's MN extent {rows} is not {'64 (A)' if p['operand'] == 'A' else 'N (B)'}")
 
     def family(self, case: Case) -> str:
         p = case.params

@@ -58,13 +58,13 @@ class StoreError(Exception):
     """The output directory does not hold a usable store."""
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Writes ``text`` to ``path`` so that readers see the old file or the new, never a part."""
+def write_atomically(path: Path, text: str | bytes) -> None:
+    """Writes ``text`` (or bytes) to ``path`` so that readers see the old file or the new, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; readers expect the user's umask (0644)
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

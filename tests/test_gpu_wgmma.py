@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from layoutfuzz.generators.source import RandomSource
-from layoutfuzz.generators.wgmma import PROBE_WINDOW, device_case
-from layoutfuzz.gpu.wgmma import DTYPES, IDENTITY, decode, digit_plan, probe_descriptor, probe_layout
-from layoutfuzz.oracles.wgmma import SwizzleMode
+from layoutfuzz.generators.wgmma import PROBE_WINDOW, WIDE_WINDOW, device_case
+from layoutfuzz.gpu.wgmma import DTYPES, IDENTITY, K_ROWS, decode, digit_plan, probe_descriptor, probe_layout
+from layoutfuzz.oracles.wgmma import WGMMA_N, Major, SwizzleMode
 
 
 def test_probe_cases_are_injective_fit_the_window_and_carry_the_folklore():
@@ -18,12 +18,18 @@ def test_probe_cases_are_injective_fit_the_window_and_carry_the_folklore():
         p = device_case(RandomSource(f"w/{i}"))
         layout = probe_layout(p)
         addresses = [a for row in layout.addresses() for a in row]
-        assert len(set(addresses)) == len(addresses) and max(addresses) + 16 <= PROBE_WINDOW
+        assert max(addresses) + 16 <= p["window"] and p["window"] + p["window_offset"] <= WIDE_WINDOW
+        if p["window"] != WIDE_WINDOW:  # a wide stride may land repeats on each other: then two reads share an element
+            assert len(set(addresses)) == len(addresses)
+        seen.add(("window", p["window"]))
         rows, cols = layout.shape
         k_extent = 32 * 8 // DTYPES[p["dtype"]][1]  # K of one wgmma: 32 bytes
         assert (rows, cols) == ((64, k_extent) if p["operand"] == "A" else (p["n"], k_extent))
         if p["operand"] == "A":
             assert p["n"] >= k_extent  # every column of A shows in D = A x I
+        else:
+            assert p["n"] in WGMMA_N[p["dtype"]]
+            seen.add(("n", p["n"]))
         if DTYPES[p["dtype"]][1] != 16:
             assert p["major"] == "k"  # PTX: only 16-bit operands may be transposed
         seen.add(("dtype", p["dtype"]))
@@ -33,14 +39,31 @@ def test_probe_cases_are_injective_fit_the_window_and_carry_the_folklore():
         seen.add(("base", p["base_offset"] if isinstance(p["base_offset"], str) else "random"))
     assert {("lbo", 0), ("lbo", 1), ("lbo", 16), ("lbo", 17), ("base", "ptx"), ("base", "zero"), ("base", "random")} <= seen
     assert {("dtype", d) for d in DTYPES} <= seen
+    assert {("window", PROBE_WINDOW), ("window", WIDE_WINDOW)} <= seen and len({v for key, v in seen if key == "n"}) >= 24
+
+
+def test_wide_strides_reach_the_top_of_the_field_and_stay_in_the_window():
+    fields = set()
+    for i in range(3000):
+        p = device_case(RandomSource(f"wide/{i}"))
+        if p["window"] == WIDE_WINDOW:
+            desc = probe_descriptor(p)
+            fields.add(desc.stride_byte_offset // 1024)
+            if not (p["major"] == Major.K.value and p["swizzle"] != "NONE"):
+                fields.add(("lbo", desc.leading_byte_offset // 1024))
+    assert len(set(range(14)) & fields) >= 12  # (nearly) every 16 KiB range of SBO a block's shared memory can hold
+    assert {("lbo", b) for b in range(1, 8)} <= fields  # and LBO where PTX reads it
 
 
 def test_digit_plans_cover_the_window_exactly_in_each_type():
     for dtype, (_, bits, digit) in DTYPES.items():
-        plan = digit_plan(dtype)
-        covered = sum(b for _, b in plan)
-        assert covered >= (32 * 1024 * 8 // bits - 1).bit_length() and all(b == digit for _, b in plan)
+        for window in (PROBE_WINDOW, WIDE_WINDOW):
+            plan = digit_plan(dtype, window)
+            covered = sum(b for _, b in plan)
+            assert covered >= (window * 8 // bits - 1).bit_length() and all(b == digit for _, b in plan)
+            assert covered - digit < (window * 8 // bits - 1).bit_length()  # no launch too many
     assert digit_plan("f16") == [(0, 11), (11, 11)] and len(digit_plan("e5m2")) == 5
+    assert len(digit_plan("e5m2", WIDE_WINDOW)) == 6  # 227,328 one-byte elements: 18 bits in 3-bit digits
     assert IDENTITY.descriptor().swizzle is SwizzleMode.NONE
 
 
@@ -49,26 +72,31 @@ def test_decode_reads_digits_back_into_addresses(index):
     p = device_case(RandomSource(f"w/{index}"))
     expected = probe_layout(p).addresses()
     elem_bytes = DTYPES[p["dtype"]][1] // 8
-    digits = [np.zeros((64, 64), np.float32) for _ in digit_plan(p["dtype"])]
+    plan = digit_plan(p["dtype"], p["window"])
+    digits = [np.full((K_ROWS, 256), np.nan, np.float32) for _ in plan]  # what the probe leaves: [k][mn], the rest unwritten
     for mn, row in enumerate(expected):
         for kk, address in enumerate(row):
-            r, c = (mn, kk) if p["operand"] == "A" else (kk, mn)
-            for d, (shift, bits) in zip(digits, digit_plan(p["dtype"])):
-                d[r, c] = (address // elem_bytes >> shift) & ((1 << bits) - 1)
+            for d, (shift, bits) in zip(digits, plan):
+                d[kk, mn] = (address // elem_bytes >> shift) & ((1 << bits) - 1)
     assert decode(p, digits) == expected
-    digits[0][0, 0] = 0.5  # not a digit: reported as -1 (element (0, 0) is D[0, 0] for either operand)
+    digits[0][0, 0] = 0.5  # not a digit: reported as -1
     assert decode(p, digits)[0][0] == -1
 
 
 def test_probe_kernel_compiles_for_sm_90a_without_a_gpu():
     pytest.importorskip("cuda.core", reason="needs cuda.core (the [cuda] or [gpu] extra; CI installs it)")
-    from layoutfuzz.gpu.device import compile_kernel
+    from layoutfuzz.gpu.device import compile_source
+    from layoutfuzz.gpu.wgmma_shapes import probe_source
 
+    # N 8 (the fewest accumulators), 40 (no integer shape: PTX's s8/u8 N go by 16 past 32), 256 (the most); the
+    # whole source (every N) takes NVRTC most of a minute and compiles on the GPU machine, once per machine
+    source = probe_source((8, 40, 256))
+    assert "m64n40k32.s32" not in source and "m64n48k32.s32.s8.s8" in probe_source((48,))
     try:
-        code = compile_kernel("wgmma_probe.cu")
+        code = compile_source(source, "wgmma_probe.cu")
     except Exception as exc:
         pytest.skip(f"NVRTC unavailable: {exc}")
-    assert len(code.code) > 1000
+    assert b"wgmma_probe" in bytes(code.code) and len(code.code) > 1000
 
 
 @pytest.mark.gpu
@@ -90,26 +118,25 @@ class SimulatedProbe:
         self.swapped, self.garbled = swapped, garbled
 
     def digits(self, index: int, p, shift: int, bits: int) -> np.ndarray:
-        d = np.zeros((64, 64), np.float32)
+        d = np.full((K_ROWS, 256), np.nan, np.float32)
         elem_bytes = DTYPES[p["dtype"]][1] // 8
         for mn, row in enumerate(probe_layout(p).addresses()):
             for kk, address in enumerate(row):
-                r, c = (mn, kk) if p["operand"] == "A" else (kk, mn)
-                d[r, c] = (address // elem_bytes >> shift) & ((1 << bits) - 1)
+                d[kk, mn] = (address // elem_bytes >> shift) & ((1 << bits) - 1)
         if index == self.swapped:
-            d[[0, 1], 0] = d[[1, 0], 0]
+            d[0, [0, 1]] = d[0, [1, 0]]
         if index == self.garbled:
-            d[2, 0] = 0.5
-        return d.reshape(-1)
+            d[0, 2] = 0.5
+        return d
 
     def run_arrays(self, cases):
         from layoutfuzz.gpu.wgmma import decode_many
 
         out = [None] * len(cases)
-        for dtype in DTYPES:
-            group = [i for i, p in enumerate(cases) if p["dtype"] == dtype]
+        for key in {(p["dtype"], p["window"]) for p in cases}:
+            group = [i for i, p in enumerate(cases) if (p["dtype"], p["window"]) == key]
             if group:
-                digits = [np.stack([self.digits(self.index[i], cases[i], shift, bits) for i in group]) for shift, bits in digit_plan(dtype)]
+                digits = [np.stack([self.digits(self.index[i], cases[i], shift, bits) for i in group]) for shift, bits in digit_plan(*key)]
                 for i, table in zip(group, decode_many([cases[i] for i in group], digits)):
                     out[i] = table
         return out

@@ -1,9 +1,10 @@
 // One wgmma per block (one warpgroup, 128 threads): the operand under test is read through the
 // case's shared-memory matrix descriptor from a window whose elements hold digits of their own
 // element index; the other operand is an identity, so the accumulators show which element the
-// hardware fetched for every (row, column). m64nNk{8,16,32} for N = 16 or 64, for the block's element
+// hardware fetched for every (row, column). m64nNk{8,16,32} for every N PTX allows the block's element
 // type: 0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2, 5 s8, 6 u8. A block is one (case, digit): one launch
-// covers every digit of every case of a batch, whatever their types.
+// covers every digit of every case of a batch, whatever their types and N. The instructions of each N
+// are generated (gpu/wgmma_shapes.py) and stand where the line `// @MMA@` is.
 
 typedef unsigned long long u64;
 
@@ -12,11 +13,12 @@ struct WgmmaCase {
   int start_offset;  // bytes from the 1024-aligned window base to the operand's start address
   int operand;       // 0: A under test (B = identity), 1: B under test (A = identity)
   int mn_major;      // imm-trans of the operand under test (16-bit types only)
-  int n;             // 16 or 64
+  int n;             // N of the instruction (8 to 256)
   int type;          // the element type (below)
   int digit_shift;   // which digit of each element's index the window holds
   int digit_bits;
   int window_offset; // bytes from the aligned start of dynamic shared memory to the window (a multiple of 1024)
+  int window;        // bytes of the window (a multiple of 1024); the identity follows it
 };
 
 enum { F16, BF16, TF32, E4M3, E5M2, S8, U8 };
@@ -47,37 +49,47 @@ __device__ __forceinline__ void store(unsigned char* p, int type, unsigned bits)
   for (int i = 0; i < b; ++i) p[i] = static_cast<unsigned char>(bits >> (8 * i));
 }
 
-#define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-#define I8(i) "+r"(di[i]), "+r"(di[i + 1]), "+r"(di[i + 2]), "+r"(di[i + 3]), "+r"(di[i + 4]), "+r"(di[i + 5]), "+r"(di[i + 6]), "+r"(di[i + 7])
-#define R8 "{%0,%1,%2,%3,%4,%5,%6,%7}"
-#define R32 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
+// The accumulator fragment (warp w, lane l; acc[4j + r] at row 16w + l/4 + 8(r/2), col 8j + 2(l%4) + r%2) written as
+// the operand it shows: o[k * cols + mn], k < kdim (D = A x I shows A in its first K columns, D = I x B B in its first K rows).
+template <int N, typename T>
+__device__ __forceinline__ void emit(const T (&acc)[N / 2], int operand, int kdim, float* o, int cols) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int row = 16 * w + l / 4 + 8 * (r / 2), col = 8 * j + 2 * (l % 4) + r % 2;
+      const int k = operand == 0 ? col : row, mn = operand == 0 ? row : col;
+      if (k < kdim) o[k * cols + mn] = static_cast<float>(acc[4 * j + r]);
+    }
+  }
+}
 
-// 16-bit inputs take imm-trans; tf32 and fp8 do not; integers take neither scales nor trans.
-#define MMA16_T(SHAPE, TYPES, TA, TB) asm volatile("{ .reg .pred p; setp.ne.b32 p, %10, 0;\n wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPES " " R8 ", %8, %9, p, 1, 1, " #TA ", " #TB "; }" : D8(0) : "l"(da), "l"(db), "r"(0))
-#define MMA64_T(SHAPE, TYPES, TA, TB) asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPES " " R32 ", %32, %33, p, 1, 1, " #TA ", " #TB "; }" : D8(0), D8(8), D8(16), D8(24) : "l"(da), "l"(db), "r"(0))
-#define MMA16_N(SHAPE, TYPES) asm volatile("{ .reg .pred p; setp.ne.b32 p, %10, 0;\n wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPES " " R8 ", %8, %9, p, 1, 1; }" : D8(0) : "l"(da), "l"(db), "r"(0))
-#define MMA64_N(SHAPE, TYPES) asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPES " " R32 ", %32, %33, p, 1, 1; }" : D8(0), D8(8), D8(16), D8(24) : "l"(da), "l"(db), "r"(0))
-#define MMA16_I(SHAPE, TYPES) asm volatile("{ .reg .pred p; setp.ne.b32 p, %10, 0;\n wgmma.mma_async.sync.aligned." SHAPE ".s32." TYPES " " R8 ", %8, %9, p; }" : I8(0) : "l"(da), "l"(db), "r"(0))
-#define MMA64_I(SHAPE, TYPES) asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n wgmma.mma_async.sync.aligned." SHAPE ".s32." TYPES " " R32 ", %32, %33, p; }" : I8(0), I8(8), I8(16), I8(24) : "l"(da), "l"(db), "r"(0))
-
-#define TRANS4(M, SHAPE, TYPES) \
-  if (ta == 0 && tb == 0) M(SHAPE, TYPES, 0, 0); else if (ta == 1 && tb == 0) M(SHAPE, TYPES, 1, 0); \
-  else if (ta == 0) M(SHAPE, TYPES, 0, 1); else M(SHAPE, TYPES, 1, 1)
+// @MMA@
 
 extern "C" __global__ void __launch_bounds__(128, 1)
-wgmma_probe(const WgmmaCase* __restrict__ cases, u64 identity_desc, float* __restrict__ out, int window) {
+wgmma_probe(const WgmmaCase* __restrict__ cases, u64 identity_desc, float* __restrict__ out, int cols) {
   extern __shared__ unsigned char raw[];
   const WgmmaCase c = cases[blockIdx.x];
   unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(raw) + 1023ull) & ~1023ull) + c.window_offset;
+  const int window = c.window;
   unsigned char* ident = base + window;
   const int type = c.type, digit_shift = c.digit_shift, digit_bits = c.digit_bits;
   const int eb = elem_bytes(type);
 
-  for (int i = threadIdx.x; i < window / eb; i += blockDim.x) {
-    store(base + i * eb, type, encode(type, (i >> digit_shift) & ((1 << digit_bits) - 1)));
+  // the window 16 bytes a store (a wide window is 222 KiB): element i holds digit (i >> shift) of its own index
+  const int per_chunk = 16 / eb;
+  for (int chunk = threadIdx.x; chunk < window / 16; chunk += blockDim.x) {
+    unsigned words[4] = {0u, 0u, 0u, 0u};
+    for (int e = 0; e < per_chunk; ++e) {
+      const unsigned bits = encode(type, ((chunk * per_chunk + e) >> digit_shift) & ((1 << digit_bits) - 1));
+      const int byte = e * eb;  // little-endian: the element's low byte first
+      words[byte / 4] |= eb == 4 ? bits : (bits & ((1u << (8 * eb)) - 1)) << (8 * (byte % 4));
+    }
+    *reinterpret_cast<uint4*>(base + chunk * 16) = make_uint4(words[0], words[1], words[2], words[3]);
   }
   // identity: 64 x (32 / eb) K-major, no swizzle, LBO 128, SBO 256 (8-row x 16-byte core matrices)
-  const int kdim = 32 / eb, per_unit = 16 / eb;
+  const int kdim = 32 / eb, per_unit = 16 / eb;  // K of one instruction: 32 bytes
   for (int i = threadIdx.x; i < 64 * kdim; i += blockDim.x) {
     const int mn = i / kdim, k = i % kdim;
     const int offset = (mn % 8) * 16 + (mn / 8) * 256 + (k / per_unit) * 128 + (k % per_unit) * eb;
@@ -94,42 +106,6 @@ wgmma_probe(const WgmmaCase* __restrict__ cases, u64 identity_desc, float* __res
   const int ta = c.operand == 0 ? c.mn_major : 0;
   const int tb = c.operand == 0 ? 0 : c.mn_major;
 
-  float d[32];
-  int di[32];
-  for (int i = 0; i < 32; ++i) { d[i] = 0.f; di[i] = 0; }
-  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-  if (c.n == 16) {
-    switch (type) {
-      case F16: TRANS4(MMA16_T, "m64n16k16", "f16.f16"); break;
-      case BF16: TRANS4(MMA16_T, "m64n16k16", "bf16.bf16"); break;
-      case TF32: MMA16_N("m64n16k8", "tf32.tf32"); break;
-      case E4M3: MMA16_N("m64n16k32", "e4m3.e4m3"); break;
-      case E5M2: MMA16_N("m64n16k32", "e5m2.e5m2"); break;
-      case S8: MMA16_I("m64n16k32", "s8.s8"); break;
-      default: MMA16_I("m64n16k32", "u8.u8"); break;
-    }
-  } else {
-    switch (type) {
-      case F16: TRANS4(MMA64_T, "m64n64k16", "f16.f16"); break;
-      case BF16: TRANS4(MMA64_T, "m64n64k16", "bf16.bf16"); break;
-      case TF32: MMA64_N("m64n64k8", "tf32.tf32"); break;
-      case E4M3: MMA64_N("m64n64k32", "e4m3.e4m3"); break;
-      case E5M2: MMA64_N("m64n64k32", "e5m2.e5m2"); break;
-      case S8: MMA64_I("m64n64k32", "s8.s8"); break;
-      default: MMA64_I("m64n64k32", "u8.u8"); break;
-    }
-  }
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-
-  // accumulator fragment: warp w, lane l; d[4j + r] at row 16w + l/4 + 8*(r/2), col 8j + 2*(l%4) + r%2
-  const bool integer = type >= S8;
-  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-  float* o = out + static_cast<u64>(blockIdx.x) * 64 * 64;
-  for (int j = 0; j < c.n / 8; ++j) {
-    for (int r = 0; r < 4; ++r) {
-      const int row = 16 * w + l / 4 + 8 * (r / 2), col = 8 * j + 2 * (l % 4) + r % 2;
-      o[row * 64 + col] = integer ? static_cast<float>(di[4 * j + r]) : d[4 * j + r];
-    }
-  }
+  float* o = out + static_cast<u64>(blockIdx.x) * 32 * cols;
+  mma(c.n, type, ta, tb, da, db, c.operand, kdim, o, cols);
 }
