@@ -26,7 +26,7 @@ DTYPES = {
 }
 # one block of the probe: gpu/kernels/wgmma_probe.cu's WgmmaCase, field for field
 BLOCK = np.dtype([("desc", "<u8"), ("start", "<i4"), ("operand", "<i4"), ("mn", "<i4"), ("n", "<i4"), ("type", "<i4"),
-                  ("shift", "<i4"), ("bits", "<i4"), ("window_offset", "<i4"), ("window", "<i4")])
+                  ("shift", "<i4"), ("bits", "<i4"), ("window_offset", "<i4"), ("window", "<i4")], align=True)  # as C pads it
 # where windows end (offset + size), per launch: a 32 KiB window at 0, low, high
 END_LAUNCHES = ((0, WINDOW + 1), (WINDOW + 1, WINDOW + 64 * 1024), (WINDOW + 64 * 1024, 1 << 20))
 K_ROWS = 32  # the probe writes an operand as K (at most 32) rows of its MN extent

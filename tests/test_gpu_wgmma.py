@@ -55,6 +55,25 @@ def test_wide_strides_reach_the_top_of_the_field_and_stay_in_the_window():
     assert {("lbo", b) for b in range(1, 8)} <= fields  # and LBO where PTX reads it
 
 
+def test_the_case_table_is_laid_out_as_the_kernel_reads_it():
+    # gpu/kernels/wgmma_probe.cu's struct WgmmaCase, field by field, with C's alignment: a field at a multiple of its
+    # size, the struct padded to its largest field (a table off by 4 bytes a case reads every case but the first wrong)
+    import re
+
+    from layoutfuzz.gpu.device import KERNELS
+    from layoutfuzz.gpu.wgmma import BLOCK
+
+    body = re.search(r"struct WgmmaCase \{(.*?)\};", (KERNELS / "wgmma_probe.cu").read_text(), re.S).group(1)
+    fields = re.findall(r"^\s*(u64|int)\s+(\w+);", body, re.M)
+    offset, offsets = 0, {}
+    for ctype, name in fields:
+        size = 8 if ctype == "u64" else 4
+        offset = -(-offset // size) * size
+        offsets[name], offset = offset, offset + size
+    assert len(fields) == len(BLOCK.names) and BLOCK.itemsize == -(-offset // 8) * 8
+    assert [BLOCK.fields[name][1] for name in BLOCK.names] == list(offsets.values())
+
+
 def test_digit_plans_cover_the_window_exactly_in_each_type():
     for dtype, (_, bits, digit) in DTYPES.items():
         for window in (PROBE_WINDOW, WIDE_WINDOW):
