@@ -26,10 +26,10 @@ DTYPES = {
 }
 # one block of the probe: gpu/kernels/wgmma_probe.cu's WgmmaCase, field for field
 BLOCK = np.dtype([("desc", "<u8"), ("start", "<i4"), ("operand", "<i4"), ("mn", "<i4"), ("n", "<i4"), ("type", "<i4"),
-                  ("shift", "<i4"), ("bits", "<i4"), ("window_offset", "<i4"), ("window", "<i4")], align=True)  # as C pads it
+                  ("shift", "<i4"), ("bits", "<i4"), ("window_offset", "<i4"), ("window", "<i4"),
+                  ("out_offset", "<i4")], align=True)  # as C pads it
 # where windows end (offset + size), per launch: a 32 KiB window at 0, low, high
 END_LAUNCHES = ((0, WINDOW + 1), (WINDOW + 1, WINDOW + 64 * 1024), (WINDOW + 64 * 1024, 1 << 20))
-K_ROWS = 32  # the probe writes an operand as K (at most 32) rows of its MN extent
 IDENTITY = CanonicalLayout(Major.K, SwizzleMode.NONE, 16, 8, 1, lbo=128, sbo=256)  # 8-row x 16-byte cores, K-major
 
 
@@ -64,16 +64,22 @@ def probe_descriptor(p: Mapping[str, Any]) -> MatrixDescriptor:
     return desc
 
 
+def written_extent(p: Mapping[str, Any]) -> tuple[int, int]:
+    """(K, MN extent) of what the probe writes of a case's operand: K of one instruction (32 bytes of elements) by
+    A's 64 rows or B's N."""
+    return 32 * 8 // DTYPES[p.get("dtype", "f16")][1], 64 if p["operand"] == "A" else p["n"]
+
+
 def decode(p: Mapping[str, Any], digits: list[np.ndarray]) -> list[list[int]]:
     """Byte offset (from the window base) of the element read for each (mn, k), from what the digit launches
-    wrote (K rows of the operand's MN extent each); -1 where a value is not a digit."""
-    return decode_many([p], [np.asarray(d)[None] for d in digits])[0].tolist()
+    wrote (the operand as [k][mn] each); -1 where a value is not a digit."""
+    return decode_many([p], [np.asarray(d).ravel() for d in digits])[0].tolist()
 
 
 def decode_many(cases: list[Mapping[str, Any]], digits: list[np.ndarray]) -> list[np.ndarray]:
-    """``decode`` of cases of one element type and window at once: ``digits[j]`` holds digit launch j's output,
-    (cases, K rows, columns) with each case's operand as [k][mn]; each answer is an [mn][k] array of byte offsets
-    (-1: not a digit)."""
+    """``decode`` of cases of one element type and window at once: ``digits[j]`` is what digit launch j wrote for
+    them, one after the other (each case's operand as its [k][mn] values); each answer is an [mn][k] array of byte
+    offsets (-1: not a digit)."""
     if not cases:
         return []
     dtype, window = cases[0].get("dtype", "f16"), cases[0].get("window", WINDOW)
@@ -85,10 +91,11 @@ def decode_many(cases: list[Mapping[str, Any]], digits: list[np.ndarray]) -> lis
         bad = bad | (ints != values) | (ints < 0) | (ints >= 1 << bits)  # a fraction, NaN, or a digit out of range
         index = index | ints << shift  # element indices of the window
     address = np.where(bad, -1, index.astype(np.int64) * (DTYPES[dtype][1] // 8))
-    out = []
-    for row, p in enumerate(cases):
-        rows, cols = probe_layout(p).shape
-        out.append(address[row, :cols, :rows].T)
+    out, at = [], 0
+    for p in cases:
+        k, mn = written_extent(p)
+        out.append(address[at:at + k * mn].reshape(k, mn).T)
+        at += k * mn
     return out
 
 
@@ -120,41 +127,31 @@ class WgmmaRunner(KernelRunner):
                        1 if cases[i]["major"] == "mn" else 0, cases[i]["n"], DTYPES[key[0]][0]) for i in members]
             places = [(cases[i].get("window_offset", 0), key[1]) for i in members]
             for shift, bits in digit_plan(*key):
-                rows[row:row + len(members)] = [(*f, shift, bits, *w) for f, w in zip(fields, places)]
+                rows[row:row + len(members)] = [(*f, shift, bits, *w, 0) for f, w in zip(fields, places)]  # out_offset: below
                 row += len(members)
         results: list[np.ndarray] = [np.empty(0)] * len(cases)
         if not cases:
             return results
+        sizes = np.array([np.prod(written_extent(cases[i])) for key, members in groups.items()
+                          for _ in digit_plan(*key) for i in members], dtype=np.int64)
+        ends_at = np.cumsum(sizes)
+        rows["out_offset"] = ends_at - sizes  # table order: a group's digit j is one run of out
+        out = torch.empty(int(ends_at[-1]), dtype=torch.float32, device="cuda")
         # blocks whose window ends high need most of a multiprocessor's shared memory, which leaves room for one block:
         # each range of window ends is a launch of its own, so that low windows keep several blocks an SM
         ends = rows["window_offset"] + rows["window"]
-        columns = np.where(rows["operand"] == 0, 64, rows["n"])  # the MN extent the probe writes: A's 64 rows or B's N
         order = np.argsort(ends, kind="stable")
-        launch_of, place = np.full(len(rows), -1), np.zeros(len(rows), dtype=np.int64)  # each block's launch, its place there
-        hosts: list[np.ndarray] = []
         for low, high in END_LAUNCHES:
             part = order[(ends[order] >= low) & (ends[order] < high)]
-            if not len(part):
-                continue
-            cols = int(columns[part].max())
-            table = torch.from_numpy(np.ascontiguousarray(rows[part]).view(np.uint8)).cuda()
-            out = torch.empty((len(part), K_ROWS * cols), dtype=torch.float32, device="cuda")
-            shared = int(ends[part].max()) + IDENTITY_BYTES + 1024  # window, identity, alignment slack
-            self.launch(len(part), shared, table, np.uint64(self.identity_desc), out, np.int32(cols))
-            launch_of[part], place[part] = len(hosts), np.arange(len(part))
-            hosts.append(self.host(out).reshape(len(part), K_ROWS, cols))
-        width = max(h.shape[2] for h in hosts)
+            if len(part):
+                table = torch.from_numpy(np.ascontiguousarray(rows[part]).view(np.uint8)).cuda()
+                shared = int(ends[part].max()) + IDENTITY_BYTES + 1024  # window, identity, alignment slack
+                self.launch(len(part), shared, table, np.uint64(self.identity_desc), out)
+        host = self.host(out)
         for key, members in groups.items():
-            n = len(members)
-            digits = []
-            for j in range(len(digit_plan(*key))):
-                blocks = np.arange(first[key] + j * n, first[key] + (j + 1) * n)
-                digit = np.full((n, K_ROWS, width), np.nan, dtype=np.float32)
-                for launch, host in enumerate(hosts):
-                    mine = launch_of[blocks] == launch
-                    if mine.any():
-                        digit[mine, :, :host.shape[2]] = host[place[blocks[mine]]]
-                digits.append(digit)
+            n, start = len(members), first[key]
+            digits = [host[ends_at[start + j * n] - sizes[start + j * n]:ends_at[start + (j + 1) * n - 1]]
+                      for j in range(len(digit_plan(*key)))]
             for i, answer in zip(members, decode_many([cases[i] for i in members], digits)):
                 results[i] = answer
         return results

@@ -48,9 +48,9 @@ def mma_function(n: int) -> str:
             body = instruction(dtype, n)
         ctype = "float" if acc == "f32" else "int"
         cases.append(f"    case {code}: {{\n      {ctype} d[{n // 2}] = {{}};\n      WGMMA_BEGIN;\n      {body}\n"
-                     f"      WGMMA_END;\n      emit<{n}>(d, operand, kdim, o, cols);\n      break;\n    }}")
+                     f"      WGMMA_END;\n      emit<{n}>(d, operand, kdim, o, extent);\n      break;\n    }}")
     return (f"__device__ __noinline__ void mma_n{n}(int type, int ta, int tb, u64 da, u64 db, int operand, int kdim, float* o, "
-            f"int cols) {{\n  switch (type) {{\n" + "\n".join(cases) + "\n  }\n}\n")
+            f"int extent) {{\n  switch (type) {{\n" + "\n".join(cases) + "\n  }\n}\n")
 
 
 @cache
@@ -58,11 +58,11 @@ def probe_source(n_values: tuple[int, ...] = PROBE_N) -> str:
     """The probe's source with an ``mma_nN`` for every N (of ``n_values``: fewer compile faster) and ``mma``, which
     picks the case's."""
     functions = "\n".join(mma_function(n) for n in n_values)
-    dispatch = "\n".join(f"    case {n}: mma_n{n}(type, ta, tb, da, db, operand, kdim, o, cols); break;" for n in n_values)
+    dispatch = "\n".join(f"    case {n}: mma_n{n}(type, ta, tb, da, db, operand, kdim, o, extent); break;" for n in n_values)
     generated = (
         '#define WGMMA_BEGIN asm volatile("wgmma.fence.sync.aligned;" ::: "memory")\n'
         '#define WGMMA_END asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); '
         'asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory")\n\n'
         f"{functions}\n__device__ __forceinline__ void mma(int n, int type, int ta, int tb, u64 da, u64 db, int operand, "
-        f"int kdim, float* o, int cols) {{\n  switch (n) {{\n{dispatch}\n  }}\n}}\n")
+        f"int kdim, float* o, int extent) {{\n  switch (n) {{\n{dispatch}\n  }}\n}}\n")
     return (KERNELS / "wgmma_probe.cu").read_text().replace("// @MMA@\n", generated)

@@ -8,7 +8,7 @@ import pytest
 
 from layoutfuzz.generators.source import RandomSource
 from layoutfuzz.generators.wgmma import PROBE_WINDOW, WIDE_WINDOW, device_case
-from layoutfuzz.gpu.wgmma import DTYPES, IDENTITY, K_ROWS, decode, digit_plan, probe_descriptor, probe_layout
+from layoutfuzz.gpu.wgmma import DTYPES, IDENTITY, decode, digit_plan, probe_descriptor, probe_layout, written_extent
 from layoutfuzz.oracles.wgmma import WGMMA_N, Major, SwizzleMode
 
 
@@ -92,7 +92,7 @@ def test_decode_reads_digits_back_into_addresses(index):
     expected = probe_layout(p).addresses()
     elem_bytes = DTYPES[p["dtype"]][1] // 8
     plan = digit_plan(p["dtype"], p["window"])
-    digits = [np.full((K_ROWS, 256), np.nan, np.float32) for _ in plan]  # what the probe leaves: [k][mn], the rest unwritten
+    digits = [np.full(written_extent(p), np.nan, np.float32) for _ in plan]  # what the probe writes: [k][mn]
     for mn, row in enumerate(expected):
         for kk, address in enumerate(row):
             for d, (shift, bits) in zip(digits, plan):
@@ -137,7 +137,7 @@ class SimulatedProbe:
         self.swapped, self.garbled = swapped, garbled
 
     def digits(self, index: int, p, shift: int, bits: int) -> np.ndarray:
-        d = np.full((K_ROWS, 256), np.nan, np.float32)
+        d = np.full(written_extent(p), np.nan, np.float32)
         elem_bytes = DTYPES[p["dtype"]][1] // 8
         for mn, row in enumerate(probe_layout(p).addresses()):
             for kk, address in enumerate(row):
@@ -146,7 +146,7 @@ class SimulatedProbe:
             d[0, [0, 1]] = d[0, [1, 0]]
         if index == self.garbled:
             d[0, 2] = 0.5
-        return d
+        return d.ravel()
 
     def run_arrays(self, cases):
         from layoutfuzz.gpu.wgmma import decode_many
@@ -155,7 +155,8 @@ class SimulatedProbe:
         for key in {(p["dtype"], p["window"]) for p in cases}:
             group = [i for i, p in enumerate(cases) if (p["dtype"], p["window"]) == key]
             if group:
-                digits = [np.stack([self.digits(self.index[i], cases[i], shift, bits) for i in group]) for shift, bits in digit_plan(*key)]
+                digits = [np.concatenate([self.digits(self.index[i], cases[i], shift, bits) for i in group])
+                          for shift, bits in digit_plan(*key)]
                 for i, table in zip(group, decode_many([cases[i] for i in group], digits)):
                     out[i] = table
         return out

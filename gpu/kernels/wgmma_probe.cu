@@ -19,6 +19,7 @@ struct WgmmaCase {
   int digit_bits;
   int window_offset; // bytes from the aligned start of dynamic shared memory to the window (a multiple of 1024)
   int window;        // bytes of the window (a multiple of 1024); the identity follows it
+  int out_offset;    // where in out the block writes its operand (floats)
 };
 
 enum { F16, BF16, TF32, E4M3, E5M2, S8, U8 };
@@ -50,9 +51,10 @@ __device__ __forceinline__ void store(unsigned char* p, int type, unsigned bits)
 }
 
 // The accumulator fragment (warp w, lane l; acc[4j + r] at row 16w + l/4 + 8(r/2), col 8j + 2(l%4) + r%2) written as
-// the operand it shows: o[k * cols + mn], k < kdim (D = A x I shows A in its first K columns, D = I x B B in its first K rows).
+// the operand it shows: o[k * extent + mn], k < kdim, mn < extent (D = A x I shows A in its first K columns, D = I x B
+// B in its first K rows; the MN extent is 64 for A, N for B).
 template <int N, typename T>
-__device__ __forceinline__ void emit(const T (&acc)[N / 2], int operand, int kdim, float* o, int cols) {
+__device__ __forceinline__ void emit(const T (&acc)[N / 2], int operand, int kdim, float* o, int extent) {
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;
 #pragma unroll
   for (int j = 0; j < N / 8; ++j) {
@@ -60,7 +62,7 @@ __device__ __forceinline__ void emit(const T (&acc)[N / 2], int operand, int kdi
     for (int r = 0; r < 4; ++r) {
       const int row = 16 * w + l / 4 + 8 * (r / 2), col = 8 * j + 2 * (l % 4) + r % 2;
       const int k = operand == 0 ? col : row, mn = operand == 0 ? row : col;
-      if (k < kdim) o[k * cols + mn] = static_cast<float>(acc[4 * j + r]);
+      if (k < kdim && mn < extent) o[k * extent + mn] = static_cast<float>(acc[4 * j + r]);
     }
   }
 }
@@ -68,7 +70,7 @@ __device__ __forceinline__ void emit(const T (&acc)[N / 2], int operand, int kdi
 // @MMA@
 
 extern "C" __global__ void __launch_bounds__(128, 1)
-wgmma_probe(const WgmmaCase* __restrict__ cases, u64 identity_desc, float* __restrict__ out, int cols) {
+wgmma_probe(const WgmmaCase* __restrict__ cases, u64 identity_desc, float* __restrict__ out) {
   extern __shared__ unsigned char raw[];
   const WgmmaCase c = cases[blockIdx.x];
   unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(raw) + 1023ull) & ~1023ull) + c.window_offset;
@@ -106,6 +108,5 @@ wgmma_probe(const WgmmaCase* __restrict__ cases, u64 identity_desc, float* __res
   const int ta = c.operand == 0 ? c.mn_major : 0;
   const int tb = c.operand == 0 ? 0 : c.mn_major;
 
-  float* o = out + static_cast<u64>(blockIdx.x) * 32 * cols;
-  mma(c.n, type, ta, tb, da, db, c.operand, kdim, o, cols);
+  mma(c.n, type, ta, tb, da, db, c.operand, kdim, out + c.out_offset, c.operand == 0 ? 64 : c.n);
 }
