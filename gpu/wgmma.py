@@ -82,15 +82,28 @@ def decode_many(cases: list[Mapping[str, Any]], digits: list[np.ndarray]) -> lis
     offsets (-1: not a digit)."""
     if not cases:
         return []
-    dtype, window = cases[0].get("dtype", "f16"), cases[0].get("window", WINDOW)
-    index, bad = 0, False
-    for (shift, bits), d in zip(digit_plan(dtype, window), digits):
-        values = np.asarray(d, dtype=np.float32)
+    address = digit_addresses([np.asarray(d, dtype=np.float32) for d in digits], cases[0].get("dtype", "f16"),
+                              cases[0].get("window", WINDOW))
+    return split_operands(cases, address)
+
+
+def digit_addresses(digits: list[Any], dtype: str, window: int) -> Any:
+    """The byte offsets (-1: not a digit) that digit launches' outputs spell, element by element: NumPy arrays or
+    torch tensors alike (a campaign decodes on the device and copies back one integer a read)."""
+    index = bad = None
+    for (shift, bits), values in zip(digit_plan(dtype, window), digits):
         with np.errstate(invalid="ignore"):  # NaN casts to something: it is marked bad below
-            ints = np.clip(values, -1, 1 << bits).astype(np.int32)  # clipped first: no value overflows the cast
-        bad = bad | (ints != values) | (ints < 0) | (ints >= 1 << bits)  # a fraction, NaN, or a digit out of range
-        index = index | ints << shift  # element indices of the window
-    address = np.where(bad, -1, index.astype(np.int64) * (DTYPES[dtype][1] // 8))
+            ints = values.clip(-1, 1 << bits)  # clipped first: no value overflows the cast
+            ints = ints.astype(np.int32) if isinstance(ints, np.ndarray) else ints.int()
+        wrong = (ints != values) | (ints < 0) | (ints >= 1 << bits)  # a fraction, NaN, or a digit out of range
+        bad = wrong if bad is None else bad | wrong
+        index = ints << shift if index is None else index | ints << shift  # element indices of the window
+    address = index * (DTYPES[dtype][1] // 8)
+    return address - bad * (address + 1)  # -1 where bad
+
+
+def split_operands(cases: list[Mapping[str, Any]], address: np.ndarray) -> list[np.ndarray]:
+    """Each case's [mn][k] table from the addresses of the cases' operands one after the other ([k][mn] each)."""
     out, at = [], 0
     for p in cases:
         k, mn = written_extent(p)
@@ -132,7 +145,8 @@ class WgmmaRunner(KernelRunner):
         results: list[np.ndarray] = [np.empty(0)] * len(cases)
         if not cases:
             return results
-        sizes = np.array([np.prod(written_extent(cases[i])) for key, members in groups.items()
+        extents = [written_extent(p) for p in cases]
+        sizes = np.array([extents[i][0] * extents[i][1] for key, members in groups.items()
                           for _ in digit_plan(*key) for i in members], dtype=np.int64)
         ends_at = np.cumsum(sizes)
         rows["out_offset"] = ends_at - sizes  # table order: a group's digit j is one run of out
@@ -147,11 +161,17 @@ class WgmmaRunner(KernelRunner):
                 table = torch.from_numpy(np.ascontiguousarray(rows[part]).view(np.uint8)).cuda()
                 shared = int(ends[part].max()) + IDENTITY_BYTES + 1024  # window, identity, alignment slack
                 self.launch(len(part), shared, table, np.uint64(self.identity_desc), out)
-        host = self.host(out)
+        segments, at = {}, 0  # group -> where its addresses lie in the one copy back
+        decoded = []
         for key, members in groups.items():
             n, start = len(members), first[key]
-            digits = [host[ends_at[start + j * n] - sizes[start + j * n]:ends_at[start + (j + 1) * n - 1]]
+            digits = [out[int(ends_at[start + j * n] - sizes[start + j * n]):int(ends_at[start + (j + 1) * n - 1])]
                       for j in range(len(digit_plan(*key)))]
-            for i, answer in zip(members, decode_many([cases[i] for i in members], digits)):
+            decoded.append(digit_addresses(digits, *key))
+            segments[key], at = (at, at + len(decoded[-1])), at + len(decoded[-1])
+        host = self.host(torch.cat(decoded).int())
+        for key, members in groups.items():
+            low, high = segments[key]
+            for i, answer in zip(members, split_operands([cases[i] for i in members], host[low:high])):
                 results[i] = answer
         return results
