@@ -28,6 +28,7 @@ BUILTIN: dict[str, str] = {
     "pycute.layouts": "layoutfuzz.harness.targets.pycute_layouts:PycuteLayouts",
     "cute.layouts": "layoutfuzz.harness.targets.cute_dsl_layouts:CuteDslLayouts",
     "cute.smem_atoms": "layoutfuzz.harness.targets.cute_smem_atoms:CuteSmemAtoms",
+    "triton.smem_atoms": "layoutfuzz.harness.targets.triton_smem_atoms:TritonSmemAtoms",
     "mosaic.layouts": "layoutfuzz.harness.targets.mosaic_layouts:MosaicLayouts",
     "mosaic.gpu": "layoutfuzz.gpu.mosaic_gpu:MosaicGpu",
 }

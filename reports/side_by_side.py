@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-COLUMNS = ("case model", "family", "cases", "systems", "passes", "outcomes differ")
+COLUMNS = ("case model", "family", "cases", "systems", "ran by all", "passes", "outcomes differ")
 
 
 def model_groups(case_models: Mapping[str, str | None]) -> list[tuple[str, tuple[str, ...]]]:
@@ -21,18 +21,20 @@ def model_groups(case_models: Mapping[str, str | None]) -> list[tuple[str, tuple
 
 
 def side_by_side(db: sqlite3.Connection, groups: Sequence[tuple[str, tuple[str, ...]]]) -> pd.DataFrame:
-    """Per case model and family: the cases every system of the group ran, each system's passes, and the cases on
-    which their outcomes differ (counted in SQLite over the cases all of them recorded)."""
+    """Per case model and family: the cases every system of the group recorded, those none of them called unsupported
+    (a system whose API has no such case did not run it), each system's passes, and the cases all of them ran on
+    which their outcomes differ (counted in SQLite)."""
     rows = []
     for model, targets in groups:
         first, *others = targets
         joins = " ".join(f"JOIN outcomes t{k} ON t{k}.target = ? AND t{k}.seed = t0.seed AND t{k}.idx = t0.idx"
                          for k in range(1, len(targets)))
+        ran = " AND ".join(f"t{k}.outcome != 'unsupported'" for k in range(len(targets)))
         passes = ", ".join(f"sum(t{k}.outcome = 'pass')" for k in range(len(targets)))
         differ = " OR ".join(f"t{k}.outcome != t0.outcome" for k in range(1, len(targets)))
-        query = (f"SELECT t0.family, count(*), {passes}, sum({differ}) FROM outcomes t0 {joins} "
+        query = (f"SELECT t0.family, count(*), sum({ran}), {passes}, sum(({ran}) AND ({differ})) FROM outcomes t0 {joins} "
                  "WHERE t0.target = ? GROUP BY t0.family ORDER BY t0.family")
-        for family, cases, *counts in db.execute(query, (*others, first)):
+        for family, cases, ran_count, *counts in db.execute(query, (*others, first)):
             *each, differ_count = counts
-            rows.append((model, family, cases, " / ".join(targets), " / ".join(str(n) for n in each), differ_count))
+            rows.append((model, family, cases, " / ".join(targets), ran_count, " / ".join(str(n) for n in each), differ_count))
     return pd.DataFrame(rows, columns=COLUMNS)

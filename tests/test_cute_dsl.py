@@ -71,9 +71,10 @@ def test_targets_of_one_case_model_are_compared_case_by_case(tmp_path):
                       "--cases", "6", "--timeout", "2", "--jobs", "2", "-q", "--out", "out", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     table = (tmp_path / "out" / "side-by-side.md").read_text()
-    rows = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[3:7]] for line in table.splitlines()[2:]}
+    rows = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[3:8]] for line in table.splitlines()[2:]}
     # CrashyTarget: 0 pass, 1 abort, 2 segfault, 3 hang, 4 diverge, 5 pass (slow); its twin passes all six
-    assert rows["pass"] == ["1", "test.crashy / test.twin", "1 / 1", "0"]
-    assert rows["abort"] == ["1", "test.crashy / test.twin", "0 / 1", "1"]
-    assert rows["diverge"] == ["1", "test.crashy / test.twin", "0 / 1", "1"]
+    assert rows["pass"] == ["1", "test.crashy / test.twin", "1", "1 / 1", "0"]
+    assert rows["abort"] == ["1", "test.crashy / test.twin", "1", "0 / 1", "1"]
+    assert rows["diverge"] == ["1", "test.crashy / test.twin", "1", "0 / 1", "1"]
+    assert rows["hang"] == ["1", "test.crashy / test.twin", "0", "0 / 0", "0"]  # the twin did not run it: no difference
     assert "Systems side by side" in done.stdout

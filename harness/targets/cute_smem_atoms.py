@@ -39,6 +39,7 @@ DSL_TYPES = {
     "f64": "Float64",
 }
 SHOWN = 4  # mismatching elements listed in a report
+CASE_MODEL = "smem_atoms"  # the case stream cute.smem_atoms and triton.smem_atoms share: one case, two systems
 
 
 class CuteSmemAtoms(Target):
@@ -48,6 +49,7 @@ class CuteSmemAtoms(Target):
                    "layouts of seed 000 and CuTe's tile_to_shape")
     requires = (f"{PACKAGE} (pip install 'layoutfuzz[cutedsl]')",)
     max_batch = 1024
+    case_model = CASE_MODEL
 
     def availability(self) -> Availability:
         return dsl_availability("cutlass.cute.nvgpu.warpgroup")

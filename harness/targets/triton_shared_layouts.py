@@ -112,38 +112,49 @@ class TritonSharedLayouts(GluonTarget):
         return {"offset": flat_offsets(tl.from_dict(case.params["layout"]), case.params["shape"])}
 
     def observed(self, case: Case) -> Any:
-        from triton.experimental.gluon import language as ttgl
-
-        from layoutfuzz.harness.triton_compat.layouts import front_end_ir
-
         p = case.params
-        if prod(p["shape"]) < 2:
-            raise Unsupported("a one-element buffer has no offset bits, and Gluon refuses an empty SharedLinearLayout")
-        constexprs = {"S": to_gluon(tl.from_dict(p["layout"])), "SHAPE": list(p["shape"]), "N": prod(p["shape"]),
-                      "DTYPE": getattr(ttgl, DTYPES[p["elem_bits"]])}
-        try:
-            text = front_end_ir(_probe(), {}, constexprs)
-        except Exception as exc:
-            return {"exception": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"}
-        offsets = inferred_offsets(text)
-        if offsets is None:
-            return {"exception": "no shared_linear layout inferred for the reshaped buffer"}
-        return {"offset": offsets}
+        return compiled_offsets(tl.from_dict(p["layout"]), p["shape"], p["elem_bits"])
 
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
-        if "exception" in observed:
-            return Comparison(False, 1, (observed["exception"],), f"exception: {normalise(observed['exception'], 120)}",
-                              "Triton refused a valid shared layout")
-        want, got = expected["offset"], observed["offset"]
-        if want == got:
-            return Comparison(True)
-        if 0 in got:  # Def 4.14: a memory layout is invertible; a zero basis gives two offsets one element
-            kind = "not a memory layout (a zero offset basis)"
-        elif len(want) != len(got):
-            kind = "a different number of offset bases"
-        elif sorted(want) == sorted(got):
-            kind = "the same offsets in another order"
-        else:
-            kind = "different offsets"
-        diffs = [f"offset basis {i}: oracle {w}, Triton {g}" for i, (w, g) in enumerate(zip(want, got)) if w != g]
-        return Comparison(False, max(len(diffs), 1), tuple(diffs[:8]) or (f"oracle {want}, Triton {got}",), kind)
+        return compare_offsets(expected, observed)
+
+
+def compiled_offsets(layout: tl.Layout, shape: list[int], elem_bits: int) -> dict[str, Any]:
+    """Triton's account of a shared layout: {"offset": the row-major flat index of the element at each offset
+    basis}, from the shared_linear layout its front end infers for a buffer of the layout reshaped to 1-D;
+    {"exception": ...} where the compiler refused it."""
+    from triton.experimental.gluon import language as ttgl
+
+    from layoutfuzz.harness.triton_compat.layouts import front_end_ir
+
+    if prod(shape) < 2:
+        raise Unsupported("a one-element buffer has no offset bits, and Gluon refuses an empty SharedLinearLayout")
+    constexprs = {"S": to_gluon(layout), "SHAPE": list(shape), "N": prod(shape), "DTYPE": getattr(ttgl, DTYPES[elem_bits])}
+    try:
+        text = front_end_ir(_probe(), {}, constexprs)
+    except Exception as exc:
+        return {"exception": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"}
+    offsets = inferred_offsets(text)
+    if offsets is None:
+        return {"exception": "no shared_linear layout inferred for the reshaped buffer"}
+    return {"offset": offsets}
+
+
+def compare_offsets(expected: Any, observed: Any) -> Comparison:
+    """Offset bases, expected against Triton's, with what kind of difference it is."""
+    if "exception" in observed:
+        return Comparison(False, 1, (observed["exception"],), f"exception: {normalise(observed['exception'], 120)}",
+                          "Triton refused a valid shared layout")
+    want, got = expected["offset"], observed["offset"]
+    if want == got:
+        return Comparison(True)
+    if 0 in got:  # Def 4.14: a memory layout is invertible; a zero basis gives two offsets one element
+        kind = "not a memory layout (a zero offset basis)"
+    elif len(want) != len(got):
+        kind = "a different number of offset bases"
+    elif sorted(want) == sorted(got):
+        kind = "the same offsets in another order"
+    else:
+        kind = "different offsets"
+    diffs = [f"offset basis {i}: oracle {w}, Triton {g}" for i, (w, g) in enumerate(zip(want, got)) if w != g]
+    return Comparison(False, max(len(diffs), 1), tuple(diffs[:8]) or (f"oracle {want}, Triton {got}",), kind)
