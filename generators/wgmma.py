@@ -12,10 +12,10 @@ from dataclasses import replace
 from layoutfuzz.generators.source import Source
 from layoutfuzz.oracles.wgmma import (
     ELEMENT_BITS,
+    WGMMA_N,
     CanonicalLayout,
     Major,
     MatrixDescriptor,
-    WGMMA_N,
     SwizzleMode,
     descriptor_base_offset,
 )

@@ -16,14 +16,17 @@ from multiprocessing import spawn
 from multiprocessing.context import BaseContext
 
 PRELOAD_ENV = "LAYOUTFUZZ_PRELOAD"  # the modules the server imports, read by harness.forkserver_warm
+WARM_ENV = "LAYOUTFUZZ_WARM"  # the target specs whose ``warm_up`` the server runs, after the imports
 MAIN_ENV = "LAYOUTFUZZ_MAIN"  # the parent's main module, "name:MODULE" or "path:FILE"
 
 
-def context(preload: Iterable[str] = ()) -> BaseContext:
-    """The start method workers use: the fork server, importing ``preload`` ahead when it starts
-    (the server of this process starts with its first worker; later ``preload`` lists add nothing)."""
+def context(preload: Iterable[str] = (), warm: Iterable[str] = ()) -> BaseContext:
+    """The start method workers use: the fork server, importing ``preload`` ahead when it starts and then running
+    the ``warm_up`` of the targets ``warm`` names (the server of this process starts with its first worker; later
+    lists add nothing)."""
     ctx = multiprocessing.get_context("forkserver")
     os.environ[PRELOAD_ENV] = ",".join(dict.fromkeys(("layoutfuzz.harness.runner", *preload)))
+    os.environ[WARM_ENV] = ",".join(dict.fromkeys(warm))
     # multiprocessing runs the parent's main module again in every child (the ``layoutfuzz`` script:
     # harness.cli and pandas, seconds per worker); the server runs it once instead (its own "__main__"
     # preload never does: it looks for a key that get_preparation_data does not write)

@@ -1,5 +1,5 @@
 """Imported by the fork server alone, when it starts (see ``harness.forkserver``): the modules the
-targets named, and Ctrl-C ignored, so that a worker forked before it takes its own signal settings
+targets named, their targets loaded and warmed up (``Target.warm_up``), and Ctrl-C ignored, so that a worker forked before it takes its own signal settings
 never prints a traceback of an interrupt that is the parent's to handle."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import signal
 import sys
 from multiprocessing import spawn
 
-from layoutfuzz.harness.forkserver import MAIN_ENV, PRELOAD_ENV
+from layoutfuzz.harness.forkserver import MAIN_ENV, PRELOAD_ENV, WARM_ENV
 
 
 def _in_fork_server() -> bool:
@@ -32,4 +32,11 @@ if _in_fork_server():
         try:
             importlib.import_module(name)
         except BaseException:  # noqa: BLE001  a module that fails here is imported (and fails) in the worker instead
+            pass
+    for spec in filter(None, os.environ.get(WARM_ENV, "").split(",")):
+        try:  # what each worker would do before its first case, done once: it forks warm
+            from layoutfuzz.harness import registry
+
+            registry.load(spec).warm_up()
+        except BaseException:  # noqa: BLE001  the worker does it (and fails there, in a case) instead
             pass

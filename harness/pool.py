@@ -68,10 +68,12 @@ class WorkerPool:
     """``size`` workers; ``dispatch`` a task to an idle one, ``poll`` for what finished or died (a dead
     worker is replaced at once), ``kill`` one that hangs."""
 
-    def __init__(self, size: int, initializer: Callable[..., None], initargs: Sequence[Any], preload: Sequence[str] = ()) -> None:
-        self._ctx = forkserver.context(preload)
+    def __init__(self, size: int, initializer: Callable[..., None], initargs: Sequence[Any], preload: Sequence[str] = (),
+                 warm: Sequence[str] = ()) -> None:
+        self._ctx = forkserver.context(preload, warm)
         self._initializer, self._initargs = initializer, tuple(initargs)
         self._workers = [self._start() for _ in range(size)]
+        self._spare: _Worker | None = None  # started while the parent would wait anyway; takes a dead worker's slot
 
     def _start(self) -> _Worker:
         return _Worker(self._ctx, self._initializer, self._initargs)
@@ -98,7 +100,15 @@ class WorkerPool:
         events: list[Finished | Died] = []
         if not busy:
             return events
-        ready = wait([*busy, *sentinels], timeout)
+        ready = wait([*busy, *sentinels], 0)
+        if not ready:  # nothing to do but wait: start the next dead worker's replacement now (a fork server round trip)
+            if self._spare is not None and not self._spare.process.is_alive():  # it died idle
+                self._spare.process.join()
+                self._spare.conn.close()
+                self._spare = None
+            if self._spare is None:
+                self._spare = self._start()
+            ready = wait([*busy, *sentinels], timeout)
         slots = sorted({busy[r] if r in busy else sentinels[r] for r in ready})
         for slot in slots:
             worker = self._workers[slot]
@@ -117,7 +127,7 @@ class WorkerPool:
             _kill_group(pid)  # what the system under test started dies with its worker
             events.append(Died(slot, pid, worker.process.exitcode))
             worker.conn.close()
-            self._workers[slot] = self._start()
+            self._workers[slot], self._spare = self._spare or self._start(), None
         return events
 
     def kill(self, slot: int) -> None:
@@ -128,6 +138,9 @@ class WorkerPool:
 
     def close(self, wait_s: float = 5.0) -> None:
         """Asks idle workers to end, ends the rest, and kills every worker's process group."""
+        if self._spare is not None:
+            self._workers.append(self._spare)
+            self._spare = None
         for worker in self._workers:
             if not worker.busy:
                 try:

@@ -336,6 +336,7 @@ class Runner:
     timeout_s: float = 30.0
     memory_limit: int | None = None  # bytes of heap per worker (RLIMIT_DATA); None: no limit
     preload: tuple[str, ...] = ()  # modules the fork server imports ahead (see harness.forkserver)
+    warm: tuple[str, ...] = ()  # target specs whose warm_up the fork server runs after the imports
     store: str | None = None  # a campaign's database: workers store plain passes of batches there (harness.stored_passes)
     _stored: list = field(default_factory=list)  # StoredPass entries not yet taken
     _log_dir: tempfile.TemporaryDirectory | None = None
@@ -346,7 +347,7 @@ class Runner:
 
     def __enter__(self) -> Runner:
         self._log_dir = tempfile.TemporaryDirectory(prefix="layoutfuzz-workers-")
-        self._pool = WorkerPool(self.jobs, _init_worker, (self._log_dir.name, self.memory_limit), self.preload)
+        self._pool = WorkerPool(self.jobs, _init_worker, (self._log_dir.name, self.memory_limit), self.preload, self.warm)
         return self
 
     def __exit__(self, *_: Any) -> None:
@@ -569,7 +570,8 @@ def run_cases(
     """
     by_name = {s.target.name: s for s in shares}
     preload = tuple(dict.fromkeys(m for s in shares for m in (s.spec.partition(":")[0], *s.target.preload)))
-    with Runner(jobs=jobs, timeout_s=timeout_s, memory_limit=memory_limit, preload=preload,
+    warm = tuple(s.spec for s in shares)
+    with Runner(jobs=jobs, timeout_s=timeout_s, memory_limit=memory_limit, preload=preload, warm=warm,
                 store=store[0] if store else None) as runner:
         try:
             while True:

@@ -82,6 +82,11 @@ class Target:
     # and the bisection of a crashed batch cheap
     batch_seconds: ClassVar[float] = 0.1
 
+    def warm_up(self) -> None:
+        """What every worker would otherwise do before its first case (caches, contexts), done once in the fork server
+        that forks them, so that a worker replacing a crashed one starts warm. Never a GPU context, a thread or a
+        case: a fork of a process with either is unsafe, and a crash here would take the server."""
+
     def availability(self) -> Availability:
         """Whether what ``requires`` names is present; checked once per campaign."""
         return Availability(True)

@@ -109,3 +109,25 @@ class TwinTarget(CrashyTarget):
         if self.family(case) == "hang":
             raise Unsupported("the twin has no such case")
         return {"value": case.params["value"]}
+
+
+WARMED_IN: int | None = None  # the pid of the process that ran WarmTarget.warm_up in this one's lineage
+
+
+class WarmTarget(Target):
+    """Passes a case only where its warm_up ran in the fork server the worker was forked from (not in the worker)."""
+
+    name = "test.warm"
+
+    def warm_up(self):
+        global WARMED_IN
+        WARMED_IN = os.getpid()
+
+    def generate(self, source):
+        return {}
+
+    def expected(self, case):
+        return {"warmed in the fork server": True}
+
+    def observed(self, case):
+        return {"warmed in the fork server": WARMED_IN is not None and WARMED_IN != os.getpid()}

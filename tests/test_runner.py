@@ -8,6 +8,7 @@ from pathlib import Path
 from layoutfuzz.harness.runner import Shard, run_cases, share
 from layoutfuzz.harness.target import Outcome
 from tests.crashy_target import BEHAVIOURS, CrashyTarget
+from tests.test_cli import layoutfuzz
 
 SPEC = "tests.crashy_target:CrashyTarget"
 
@@ -207,3 +208,11 @@ def test_workers_write_no_core_files(tmp_path):
     finally:
         resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
     assert counts == {"pass": 4}
+
+
+def test_targets_warm_up_once_in_the_fork_server(tmp_path):
+    # a worker forked from the server inherits what warm_up made there (a crashed worker's replacement starts warm)
+    done = layoutfuzz("run", "--target", "tests.crashy_target:WarmTarget", "--cases", "4", "--jobs", "2", "-q",
+                      "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "4 cases in" in done.stderr and ": 4 pass" in done.stderr, done.stdout + done.stderr

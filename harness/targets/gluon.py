@@ -18,6 +18,11 @@ class GluonTarget(Target):
     preload: ClassVar[tuple[str, ...]] = ("triton", "triton.experimental.gluon.language", "triton.compiler.compiler",
                                           "layoutfuzz.harness.targets.gluon_kernels")
 
+    def warm_up(self) -> None:
+        from layoutfuzz.harness.triton_compat import builder
+
+        builder.warm_up()
+
     def availability(self) -> Availability:
         try:
             import triton.experimental.gluon.language  # noqa: F401
