@@ -193,3 +193,25 @@ def test_batch_methods_give_each_case_the_outcome_of_its_own_call(monkeypatch):
     assert batched[7]["mismatches"][:2] == [f"[0][0]: expected {a}, observed {b}", f"[1][0]: expected {b}, observed {a}"]
     assert batched[30]["mismatches"][0].endswith("observed -1")  # not a digit: decoded as -1, never as an address
     assert {c.params["dtype"] for c in cases} == set(DTYPES)  # every element type in one batch
+
+
+def test_a_long_source_is_compiled_once_per_machine(tmp_path, monkeypatch):
+    pytest.importorskip("cuda.core", reason="needs cuda.core (the [cuda] or [gpu] extra; CI installs it)")
+    import cuda.core
+
+    from layoutfuzz.gpu import device
+
+    monkeypatch.setenv("LAYOUTFUZZ_CACHE", str(tmp_path))
+    monkeypatch.setattr(device, "CACHED_SOURCE_BYTES", 10)  # every source counts as long
+    source = 'extern "C" __global__ void probe(int* p) { p[threadIdx.x] = threadIdx.x; }\n'
+    try:
+        first = device.compile_source.__wrapped__(source, "probe.cu")
+    except Exception as exc:
+        pytest.skip(f"NVRTC unavailable: {exc}")
+    (cubin,) = (tmp_path / "cubins").glob("probe-*.cubin")
+    monkeypatch.setattr(cuda.core, "Program", None)  # a second compile would fail: the cached cubin must be read
+    again = device.compile_source.__wrapped__(source, "probe.cu")
+    assert bytes(again.code) == bytes(first.code) == cubin.read_bytes()
+    other = source.replace("threadIdx.x;", "threadIdx.x + 1;", 1)
+    with pytest.raises(TypeError):  # another source is another key: compiled, not read (and here there is no NVRTC)
+        device.compile_source.__wrapped__(other, "probe.cu")
