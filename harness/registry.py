@@ -29,6 +29,9 @@ BUILTIN: dict[str, str] = {
     "cute.layouts": "layoutfuzz.harness.targets.cute_dsl_layouts:CuteDslLayouts",
     "cute.smem_atoms": "layoutfuzz.harness.targets.cute_smem_atoms:CuteSmemAtoms",
     "triton.smem_atoms": "layoutfuzz.harness.targets.triton_smem_atoms:TritonSmemAtoms",
+    "triton.xor_swizzles": "layoutfuzz.harness.targets.xor_swizzles:TritonXorSwizzles",
+    "pycute.xor_swizzles": "layoutfuzz.harness.targets.xor_swizzles:PycuteXorSwizzles",
+    "cute.xor_swizzles": "layoutfuzz.harness.targets.xor_swizzles:CuteXorSwizzles",
     "mosaic.layouts": "layoutfuzz.harness.targets.mosaic_layouts:MosaicLayouts",
     "mosaic.gpu": "layoutfuzz.gpu.mosaic_gpu:MosaicGpu",
 }

@@ -140,11 +140,11 @@ def compiled_offsets(layout: tl.Layout, shape: list[int], elem_bits: int) -> dic
     return {"offset": offsets}
 
 
-def compare_offsets(expected: Any, observed: Any) -> Comparison:
-    """Offset bases, expected against Triton's, with what kind of difference it is."""
+def compare_offsets(expected: Any, observed: Any, system: str = "Triton") -> Comparison:
+    """Offset bases, expected against ``system``'s, with what kind of difference it is."""
     if "exception" in observed:
         return Comparison(False, 1, (observed["exception"],), f"exception: {normalise(observed['exception'], 120)}",
-                          "Triton refused a valid shared layout")
+                          f"{system} raised on a valid layout")
     want, got = expected["offset"], observed["offset"]
     if want == got:
         return Comparison(True)
@@ -156,5 +156,5 @@ def compare_offsets(expected: Any, observed: Any) -> Comparison:
         kind = "the same offsets in another order"
     else:
         kind = "different offsets"
-    diffs = [f"offset basis {i}: oracle {w}, Triton {g}" for i, (w, g) in enumerate(zip(want, got)) if w != g]
-    return Comparison(False, max(len(diffs), 1), tuple(diffs[:8]) or (f"oracle {want}, Triton {got}",), kind)
+    diffs = [f"offset basis {i}: oracle {w}, {system} {g}" for i, (w, g) in enumerate(zip(want, got)) if w != g]
+    return Comparison(False, max(len(diffs), 1), tuple(diffs[:8]) or (f"oracle {want}, {system} {got}",), kind)
