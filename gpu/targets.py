@@ -365,7 +365,8 @@ class WgmmaDescriptor(GpuTarget):
         return device_case(source)
 
     def validate(self, case: Case) -> None:
-        from layoutfuzz.gpu.wgmma import WIDE_WINDOW, WINDOW, probe_descriptor, probe_layout
+        from layoutfuzz.generators.wgmma import WIDE_WINDOW
+        from layoutfuzz.gpu.wgmma import WINDOW, probe_descriptor, probe_layout
         from layoutfuzz.gpu.wgmma_shapes import SHAPES
         from layoutfuzz.oracles.wgmma import WGMMA_N
         from layoutfuzz.oracles.wgmma_addresses import highest_address

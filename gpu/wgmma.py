@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from layoutfuzz.generators.wgmma import PROBE_WINDOW
 from layoutfuzz.gpu.device import SHARED_MAX_SM90, KernelRunner, allow_dynamic_shared
 from layoutfuzz.oracles.wgmma import CanonicalLayout, Major, MatrixDescriptor, SwizzleMode, descriptor_base_offset
 
-WINDOW = 32 * 1024  # bytes of shared memory an operand may touch, by default
+WINDOW = PROBE_WINDOW  # bytes of shared memory an operand may touch, by default (WIDE_WINDOW at most)
 IDENTITY_BYTES = 4096  # the identity operand after the window (64 rows of 32 bytes)
-WIDE_WINDOW = SHARED_MAX_SM90 - IDENTITY_BYTES - 1024  # a window for strides of up to most of a block's shared memory
 # element type -> (kernel code, bits, digit bits: the largest n with every integer below 2^n exact)
 DTYPES = {
     "f16": (0, 16, 11), "bf16": (1, 16, 8), "tf32": (2, 32, 11), "e4m3": (3, 8, 4), "e5m2": (4, 8, 3),
