@@ -172,6 +172,15 @@ def _answer(method: Callable[[Case], Any], case: Case) -> Any:
         return exc
 
 
+def only_answer(answers: Sequence[Any]) -> Any:
+    """The answer of a batch of one, raised where the batch gave its exception instead (a per-case method written as
+    its batch method: ``observed`` from ``observed_batch``)."""
+    (answer,) = answers
+    if isinstance(answer, BaseException):
+        raise answer
+    return answer
+
+
 def batched(target: Target) -> bool:
     """Whether ``target`` overrides a batch method, so that a batch of its cases is worth one call."""
     kind = type(target)

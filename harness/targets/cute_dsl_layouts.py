@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.harness.target import Availability, package_versions
+from layoutfuzz.harness.target import Availability, only_answer, package_versions
 from layoutfuzz.harness.targets.cute_algebra import Call, CuteAlgebraTarget, _lists
 
 PACKAGE = "nvidia-cutlass-dsl"
@@ -35,10 +35,7 @@ class CuteDslLayouts(CuteAlgebraTarget):
         return package_versions(PACKAGE)
 
     def evaluate(self, call: Call) -> dict[str, Any]:
-        result = evaluate_many([call])[0]
-        if isinstance(result, BaseException):
-            raise result
-        return result
+        return only_answer(evaluate_many([call]))
 
     def observed_batch(self, cases: Sequence[Case]) -> Sequence[Any]:
         """All the batch's cases in one trace; an entry is the case's result or the exception the DSL raised."""

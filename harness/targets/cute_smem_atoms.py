@@ -24,7 +24,7 @@ from layoutfuzz.generators.smem_atoms import ELEMENTS, smem_atom_tile
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Availability, Target, package_versions
+from layoutfuzz.harness.target import Availability, Target, only_answer, package_versions
 from layoutfuzz.harness.targets.cute_algebra import _lists, _tuple
 from layoutfuzz.harness.targets.cute_dsl_layouts import PACKAGE, _static, dsl_availability
 from layoutfuzz.oracles import smem_atoms as atoms
@@ -95,10 +95,7 @@ class CuteSmemAtoms(Target):
         return atoms.tile_bit_addresses(p["kind"], bits, p["shape"], p["order"])
 
     def observed(self, case: Case) -> Any:
-        result = self.observed_batch([case])[0]
-        if isinstance(result, BaseException):
-            raise result
-        return result
+        return only_answer(self.observed_batch([case]))
 
     def observed_batch(self, cases: Sequence[Case]) -> Sequence[Any]:
         """Every case's tiled atom in one @cute.jit trace: {"swizzle": [B, M, S], "offset", "shape", "stride"};

@@ -17,7 +17,7 @@ from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.xor_swizzles import ELEMENT_BITS, cute_swizzle, xor_swizzle
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Availability, Target, package_versions
+from layoutfuzz.harness.target import Availability, Target, only_answer, package_versions
 from layoutfuzz.harness.targets.cute_algebra import Call
 from layoutfuzz.harness.targets.gluon import GluonTarget
 from layoutfuzz.harness.targets.triton_shared_layouts import compare_offsets, compiled_offsets, flat_offsets
@@ -143,10 +143,7 @@ class CuteXorSwizzles(XorSwizzleTarget):
         return package_versions("nvidia-cutlass-dsl")
 
     def observed(self, case: Case) -> Any:
-        result = self.observed_batch([case])[0]
-        if isinstance(result, BaseException):
-            raise result
-        return result
+        return only_answer(self.observed_batch([case]))
 
     def observed_batch(self, cases: Sequence[Case]) -> Sequence[Any]:
         from layoutfuzz.harness.targets.cute_dsl_layouts import evaluate_many
