@@ -15,6 +15,7 @@ import numpy as np
 
 from layoutfuzz.generators.wgmma import PROBE_WINDOW
 from layoutfuzz.gpu.device import SHARED_MAX_SM90, KernelRunner, allow_dynamic_shared
+from layoutfuzz.gpu.wgmma_shapes import SHAPES, probe_source
 from layoutfuzz.oracles.wgmma import CanonicalLayout, Major, MatrixDescriptor, SwizzleMode, descriptor_base_offset
 
 WINDOW = PROBE_WINDOW  # bytes of shared memory an operand may touch, by default (WIDE_WINDOW at most)
@@ -67,7 +68,7 @@ def probe_descriptor(p: Mapping[str, Any]) -> MatrixDescriptor:
 def written_extent(p: Mapping[str, Any]) -> tuple[int, int]:
     """(K, MN extent) of what the probe writes of a case's operand: K of one instruction (32 bytes of elements) by
     A's 64 rows or B's N."""
-    return 32 * 8 // DTYPES[p.get("dtype", "f16")][1], 64 if p["operand"] == "A" else p["n"]
+    return SHAPES[p.get("dtype", "f16")][1], 64 if p["operand"] == "A" else p["n"]
 
 
 def decode(p: Mapping[str, Any], digits: list[np.ndarray]) -> list[list[int]]:
@@ -116,8 +117,6 @@ class WgmmaRunner(KernelRunner):
     """Compiles the probe once and runs batches of cases on the current device."""
 
     def __init__(self) -> None:
-        from layoutfuzz.gpu.wgmma_shapes import probe_source
-
         super().__init__("wgmma_probe.cu", "wgmma_probe", probe_source())
         allow_dynamic_shared(self.kernel, SHARED_MAX_SM90)  # windows placed anywhere in a block's shared memory
         self.identity_desc = IDENTITY.descriptor().encode() & ~0x3FFF

@@ -1,6 +1,7 @@
 """Imported by the fork server alone, when it starts (see ``harness.forkserver``): the modules the
-targets named, their targets loaded and warmed up (``Target.warm_up``), and Ctrl-C ignored, so that a worker forked before it takes its own signal settings
-never prints a traceback of an interrupt that is the parent's to handle."""
+targets named, their targets loaded and warmed up (``Target.warm_up``), and Ctrl-C ignored, so that a worker
+forked before it takes its own signal settings never prints a traceback of an interrupt that is the parent's to
+handle."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from layoutfuzz.generators.source import RandomSource
 from layoutfuzz.generators.xor_swizzles import cute_swizzle, xor_swizzle
 from layoutfuzz.harness import registry
 from layoutfuzz.harness.runner import evaluate
-from layoutfuzz.harness.targets.xor_swizzles import bases_of_offsets
+from layoutfuzz.harness.targets.triton_shared_layouts import offset_bases
 from layoutfuzz.oracles.cute import Swizzle
 from tests.test_cli import ledgered_run
 
@@ -42,10 +42,10 @@ def test_generated_cases_are_valid_and_cover_the_parameters():
 def test_an_answer_is_read_as_offset_bases_and_must_be_linear():
     p = {"rows": 4, "cols": 4, "vec": 1, "per_phase": 1, "max_phase": 4, "elem_bits": 8}
     offsets = [_definition(p, i % 4, i // 4) for i in range(16)]  # element i colexicographic: (i % rows, i // rows)
-    assert bases_of_offsets(p, offsets) == {"offset": [1, 2, 5, 10]}  # offsets 4 and 8: rows 1 and 2, columns XOR-ed
+    assert offset_bases(4, 4, offsets) == {"offset": [1, 2, 5, 10]}  # offsets 4 and 8: rows 1 and 2, columns XOR-ed
     offsets[0], offsets[5] = offsets[5], offsets[0]  # a permutation still, no longer a swizzle
-    assert "not F2-linear" in bases_of_offsets(p, offsets)["exception"]
-    assert "not a permutation" in bases_of_offsets(p, [0] * 16)["exception"]
+    assert "not F2-linear" in offset_bases(4, 4, offsets)["exception"]
+    assert "not a permutation" in offset_bases(4, 4, [0] * 16)["exception"]
 
 
 @pytest.mark.parametrize("name, module", [("triton.xor_swizzles", "triton.experimental.gluon"),

@@ -11,9 +11,11 @@ way, is the expected answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from math import prod
 from typing import Any
+
+import numpy as np
 
 from layoutfuzz.generators import legacy_layouts
 from layoutfuzz.generators.case import Case
@@ -158,3 +160,22 @@ def compare_offsets(expected: Any, observed: Any, system: str = "Triton") -> Com
         kind = "different offsets"
     diffs = [f"offset basis {i}: oracle {w}, {system} {g}" for i, (w, g) in enumerate(zip(want, got)) if w != g]
     return Comparison(False, max(len(diffs), 1), tuple(diffs[:8]) or (f"oracle {want}, {system} {got}",), kind)
+
+
+def offset_bases(rows: int, cols: int, offsets: Sequence[int]) -> dict[str, Any]:
+    """Every element's offset (element i colexicographic over (rows, cols), as CuTe counts them) in Triton's form:
+    for each offset basis, the row-major index of the element there; {"exception"} where the offsets are no bijection
+    onto 0 .. rows*cols - 1 or not F2-linear (a layout Triton's form cannot state)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if offsets.shape != (rows * cols,) or sorted(offsets.tolist()) != list(range(rows * cols)):
+        return {"exception": "the offsets are not a permutation of the tile's"}
+    i = np.arange(rows * cols)
+    element = np.empty(rows * cols, dtype=np.int64)
+    element[offsets] = (i % rows) * cols + i // rows  # offset -> row-major index
+    bases = [int(element[1 << j]) for j in range((rows * cols - 1).bit_length())]
+    spanned = np.zeros(rows * cols, dtype=np.int64)
+    for j, b in enumerate(bases):
+        spanned[(np.arange(rows * cols) >> j) & 1 == 1] ^= b
+    if not np.array_equal(spanned, element):
+        return {"exception": "not F2-linear: an offset's element is not the XOR of its bits' elements"}
+    return {"offset": bases}

@@ -6,15 +6,14 @@ The expected answer is the one ``cute.smem_atoms`` is judged by (``oracles.smem_
 inside each atom, atoms placed as ``tile_to_shape`` does in the case's order), so a campaign of both targets shows
 the two systems side by side on the same cases. A K-major kind is ``NVMMASharedLayout(swizzle bytes, element bits)``
 of the [MN, K] tile, an MN-major one the same ``transposed``; Triton stacks atoms along the strided dim first
-(``nvmmaSharedToLinearLayout``: MN for K-major, K for MN-major), CuTe's ``tile_to_shape`` order (0, 1) and (1, 0). Triton's layout answers a narrower question than CuTe's atoms do; the cases outside it
-are ``unsupported``, each with the reason (``nvmma_for``)."""
+(``nvmmaSharedToLinearLayout``: MN for K-major, K for MN-major), CuTe's ``tile_to_shape`` order (0, 1) and (1, 0).
+Triton's layout answers a narrower question than CuTe's atoms do; the cases outside it are ``unsupported``, each with
+the reason (``nvmma_for``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-
-import numpy as np
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.smem_atoms import ELEMENTS, smem_atom_tile
@@ -24,9 +23,10 @@ from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Unsupported
 from layoutfuzz.harness.targets.cute_smem_atoms import CASE_MODEL, CuteSmemAtoms
 from layoutfuzz.harness.targets.gluon import GluonTarget
-from layoutfuzz.harness.targets.triton_shared_layouts import DTYPES, compare_offsets, compiled_offsets
+from layoutfuzz.harness.targets.triton_shared_layouts import DTYPES, compare_offsets, compiled_offsets, offset_bases
 from layoutfuzz.oracles import smem_atoms as atoms
 from layoutfuzz.oracles import triton_layouts as tl
+from layoutfuzz.oracles.linear_layout import LayoutError
 from layoutfuzz.oracles.wgmma import Major, SwizzleMode
 
 
@@ -56,12 +56,10 @@ def expected_offsets(p: Mapping[str, Any]) -> list[int]:
     """The oracle's tile in Triton's terms: for each offset basis (element offset 2^i), the row-major flat index of the
     element there."""
     bits, (rows, cols) = ELEMENTS[p["element"]], p["shape"]
-    offsets = atoms.tile_bit_addresses(p["kind"], bits, p["shape"], p["order"]) // bits  # colexicographic: mn fastest
-    bases = []
-    for i in range((rows * cols - 1).bit_length()):
-        (index,) = np.flatnonzero(offsets == 1 << i)
-        bases.append(int(index % rows) * cols + int(index // rows))
-    return bases
+    answer = offset_bases(rows, cols, atoms.tile_bit_addresses(p["kind"], bits, p["shape"], p["order"]) // bits)
+    if "offset" not in answer:
+        raise LayoutError(f"the oracle's tile: {answer['exception']}")
+    return answer["offset"]
 
 
 class TritonSmemAtoms(GluonTarget):
