@@ -80,6 +80,64 @@ def distributed_layout(
     return _layout(in_dims, in_bits, outs, columns)
 
 
+def cta_tiling(source: Source, outs: Sequence[tuple[str, int]], block_bits: int, in_dims: Sequence[str]) -> LinearLayout:
+    """How the CTAs of a cluster tile a tensor, as Triton lays them out (its CGA layout; Gluon's ``_get_shape_per_cta``
+    divides each dim by the CTAs along it): ``block_bits`` bases, each one of the top bits of a dim (the dims' top bits
+    in any order) or, one time in six, zero (CTAs holding the same data); ``in_dims``' other dims have no bases."""
+    sizes = [size.bit_length() - 1 for _, size in outs]
+    taken = [0] * len(outs)
+    bases = []
+    for _ in range(block_bits):
+        room = [d for d, n in enumerate(sizes) if taken[d] < n]
+        if not room or source.integer(0, 5) == 0:
+            bases.append([0] * len(outs))
+            continue
+        d = source.choice(tuple(room))
+        taken[d] += 1
+        bases.append([1 << (sizes[d] - taken[d]) if i == d else 0 for i in range(len(outs))])
+    order = permutation(source, block_bits)
+    dims = {dim: [] for dim in in_dims} | {"block": [bases[i] for i in order]}
+    return LinearLayout.from_bases(list(dims.items()), list(outs))
+
+
+def distributed_layout_sharing(
+    source: Source, layout: LinearLayout, kept: Sequence[str], max_broadcast_bits: int = 3,
+    fixed_bits: dict[str, int] | None = None,
+) -> LinearLayout:
+    """A distributed layout (Def 4.10) of ``layout``'s tensor that keeps ``layout``'s bases for the input dims ``kept``
+    and draws the others anew (``fixed_bits`` pins their sizes): a layout ``layout`` converts to without data crossing
+    those dims (with ``block`` kept, without leaving a CTA)."""
+    in_dims = layout.in_dim_names
+    used = 0
+    for dim in kept:
+        for column in layout.dim_columns(dim):
+            used |= column
+    free_bits = [b for b in range(layout.total_out_bits) if not used >> b & 1]
+    fixed = dict(fixed_bits or {})
+    drawn = [d for d in in_dims if d not in kept]
+    free = [d for d in drawn if d not in fixed]
+    pinned = sum(fixed.values())
+    zeros = source.integer(0, max_broadcast_bits)
+    total = max(len(free_bits) + zeros, pinned) if free else pinned
+    if len(free_bits) > total:
+        raise ValueError(f"{total} input bits cannot cover {len(free_bits)} output bits")
+    counts = dict(zip(free, split_bits(source, total - pinned, len(free)))) | fixed
+    where = permutation(source, total)[:len(free_bits)]
+    order = permutation(source, len(free_bits))
+    placed = [0] * total
+    for position, k in zip(where, order):
+        placed[position] = 1 << free_bits[k]
+    columns, in_bits = [], []
+    for dim in in_dims:
+        if dim in kept:
+            taken = list(layout.dim_columns(dim))
+        else:
+            taken, placed = placed[:counts[dim]], placed[counts[dim]:]
+        columns += taken
+        in_bits.append(len(taken))
+    return _layout(in_dims, in_bits, layout.out_dims, columns)
+
+
 def memory_layout(
     source: Source, in_dim: str = "offset", max_bits: int = 16, max_rank: int = 3,
     outs: Sequence[tuple[str, int]] | None = None,

@@ -1,7 +1,7 @@
 """Gluon kernels that run generated layouts on the GPU and report what the hardware did.
 
 ``convert_probe_{1,2,3}d``: load a tensor in layout A, record each element's holder
-(``%tid.x``) in A, ``convert_layout`` to B, store the data and each element's holder in B.
+(its thread in the cluster) in A, ``convert_layout`` to B, store the data and each element's holder in B.
 ``shared_probe_2d``: a shared-memory round trip with a flat dump of the raw placement.
 ``tma_probe``: a TMA load (flat dump of what arrived) and a TMA store of known bytes.
 ``wgmma_probe``: one ``warpgroup_mma`` over operands in chosen layouts and types.
@@ -18,8 +18,11 @@ from layoutfuzz.harness.triton_compat.gluon_ops import reinterpret, tma_load, tm
 
 @gluon.jit
 def _tid_like(offsets):
-    """The thread index of whoever holds each element of ``offsets`` (same layout)."""
-    return ttgl.inline_asm_elementwise("mov.u32 $0, %tid.x;", "=r,r", [offsets], dtype=ttgl.int32, is_pure=False, pack=1)
+    """Whoever holds each element of ``offsets`` (same layout), as a thread of the cluster: ``%tid.x`` plus the CTA's
+    ``%cluster_ctarank`` times its threads (a kernel without a cluster is a cluster of one CTA: rank 0)."""
+    return ttgl.inline_asm_elementwise(
+        "{ .reg .u32 c, n, t; mov.u32 c, %cluster_ctarank; mov.u32 n, %ntid.x; mov.u32 t, %tid.x; mad.lo.u32 $0, c, n, t; }",
+        "=r,r", [offsets], dtype=ttgl.int32, is_pure=False, pack=1)
 
 
 @gluon.jit

@@ -22,7 +22,7 @@ from typing import Any
 
 ENV = "LAYOUTFUZZ_KERNELS"
 LOADED_MODULES = 64  # CUDA modules a launcher keeps loaded
-ABI = 1  # bump when what a key covers changes (the probes' code, the arguments they take)
+ABI = 2  # bump when what a key covers changes (the probes' code, the arguments they take)
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class CompiledKernel:
     profile_scratch: int = 0
     cubin: bytes = b""
     rejected: str = ""
+    num_ctas: int = 1  # CTAs of its cluster (Triton's num_ctas): launched as one cluster of that many
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -67,7 +68,8 @@ def from_triton(compiled: Any) -> CompiledKernel:
     """What Triton's ``compile`` returned, as a CompiledKernel (runs on any machine)."""
     md = compiled.metadata
     return CompiledKernel(
-        name=md.name, triton=str(getattr(md, "triton_version", "")), num_warps=int(md.num_warps), shared=int(md.shared),
+        name=md.name, triton=str(getattr(md, "triton_version", "")), num_warps=int(md.num_warps),
+        num_ctas=int(getattr(md, "num_ctas", 1) or 1), shared=int(md.shared),
         params=entry_params(compiled.asm["ptx"], md.name),
         global_scratch=int(getattr(md, "global_scratch_size", 0) or 0),
         profile_scratch=int(getattr(md, "profile_scratch_size", 0) or 0), cubin=bytes(compiled.asm["cubin"]))
@@ -124,8 +126,9 @@ class CubinLauncher:
         return self.loaded[key]
 
     def launch(self, kernel: CompiledKernel, *tensors: Any) -> None:
-        """One CTA of ``num_warps`` warps over ``tensors`` (the kernel's pointer arguments, in order),
-        waited for. Scratch buffers Triton asked for are allocated; absent ones are null."""
+        """One cluster of ``num_ctas`` CTAs (one CTA, without a cluster, where it is 1) of ``num_warps`` warps over
+        ``tensors`` (the kernel's pointer arguments, in order), waited for. Scratch buffers Triton asked for are
+        allocated (one share per CTA, as Triton's launcher sizes them); absent ones are null."""
         import numpy as np
         import torch
         from cuda.core import LaunchConfig, launch
@@ -133,7 +136,7 @@ class CubinLauncher:
         from layoutfuzz.gpu.device import DeviceFault
 
         args = [np.uint64(t.data_ptr()) for t in tensors]
-        scratch = [torch.zeros(size, dtype=torch.uint8, device="cuda") if size else None
+        scratch = [torch.zeros(size * kernel.num_ctas, dtype=torch.uint8, device="cuda") if size else None
                    for size in (kernel.global_scratch, kernel.profile_scratch)]
         extra = kernel.params - len(args)
         if extra < 0:
@@ -142,8 +145,9 @@ class CubinLauncher:
         args += [np.uint64(0)] * (kernel.params - len(args))
         torch.cuda.synchronize()  # inputs were filled through torch's stream
         try:
-            launch(self.stream, LaunchConfig(grid=1, block=32 * kernel.num_warps, shmem_size=kernel.shared),
-                   self._function(kernel), *args)
+            cluster = {"cluster": kernel.num_ctas} if kernel.num_ctas > 1 else {}
+            config = LaunchConfig(grid=kernel.num_ctas, block=32 * kernel.num_warps, shmem_size=kernel.shared, **cluster)
+            launch(self.stream, config, self._function(kernel), *args)
             self.stream.sync()
         except Exception as exc:
             raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc

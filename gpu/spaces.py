@@ -229,6 +229,26 @@ def convert_layout_space() -> Space:
     ), _convert_illegal)
 
 
+def convert_layout_cluster_space() -> Space:
+    """``triton.convert_layout_cluster``: ``convert_layout_space`` over a cluster of CTAs (the ``block`` dimension)."""
+    from layoutfuzz.gpu.triton_clusters import ctas_tile
+
+    base = convert_layout_space()
+
+    def block_broadcast(p: Mapping[str, Any]) -> str:
+        return "yes" if any(not any(b) for b in dict(LinearLayout.from_dict(p["a"]).in_dims).get("block", ())) else "no"
+
+    cuda = "CUDA programming guide: a cluster of up to 8 CTAs is portable (16 on an H100 with a non-portable size)"
+    return Space((
+        *base.parameters,
+        Parameter("num_ctas", (1, 2, 4, 8, 16), f"Triton: num_ctas; {cuda}", lambda p: p["num_ctas"],
+                  {1: "one CTA is triton.convert_layout's", 16: "a non-portable cluster size"}),
+        Parameter("A broadcasts blocks", ("no", "yes"), "the paper, Def 4.10 (zero columns)", block_broadcast),
+        Parameter("block bases", ("CTA tiles", "scattered blocks"), "Gluon: DistributedLinearLayout's block_bases (any bits)",
+                  lambda p: "CTA tiles" if ctas_tile(LinearLayout.from_dict(p["a"])) else "scattered blocks"),
+    ), _convert_illegal)
+
+
 def _convert_illegal(a: str, x: Any, b: str, y: Any) -> bool:
     """One warp has no warp bits to broadcast; fewer elements than dims of at least 2 cannot be."""
     pair = {a: x, b: y}

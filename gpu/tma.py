@@ -236,6 +236,8 @@ def _torch():
 
 
 GUARD = 256  # bytes before and after each tensor of a ``TensorCopyRunner`` batch: a write there is past the tensor
+WAIT_CYCLES = 200_000_000  # a load's mbarrier wait before it counts as never completed (about 0.1 s at 1.98 GHz)
+INCOMPLETE = "incomplete: the load's mbarrier never reached its transaction count"
 
 
 def copy_encoding(copy: TensorCopy, address: int = 0) -> TiledEncoding:
@@ -274,9 +276,9 @@ class TensorCopyRunner(KernelRunner):
         self.multicast = compile_kernel("tma_copy.cu").get_kernel("tma_multicast_load")
 
     def run(self, copies: list[TensorCopy], window: int) -> list[tuple[np.ndarray, np.ndarray] | str]:
-        """Each copy's (windows, region) after the launches, or the CUDA error that refused its tensor map: one launch for
-        the copies of one CTA, one for each cluster size's multicast loads (``tma_multicast_load``), whose windows are
-        every CTA's, rank 0 first."""
+        """Each copy's (windows, region) after the launches, or the CUDA error that refused its tensor map, or
+        ``INCOMPLETE`` for a load whose bytes never completed its mbarrier: one launch for the copies of one CTA, one for
+        each cluster size's multicast loads (``tma_multicast_load``), whose windows are every CTA's, rank 0 first."""
         torch = self.torch
         sizes = [region_bytes(c) for c in copies]
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -291,7 +293,7 @@ class TensorCopyRunner(KernelRunner):
         groups: dict[int, list[int]] = {}
         for i in maps:
             groups.setdefault(copies[i].cluster, []).append(i)
-        windows = {}
+        windows, incomplete = {}, set()
         for cluster, rows in groups.items():
             tmaps = torch.from_numpy(np.stack([maps[i] for i in rows])).cuda()
             out = torch.empty((len(rows) * cluster, window), dtype=torch.uint8, device="cuda")
@@ -299,8 +301,10 @@ class TensorCopyRunner(KernelRunner):
                 table = [(int(copies[i].direction == "store"), len(copies[i].coords), copies[i].box.dst, copies[i].box.size_bytes,
                           *_coords5(copies[i])) for i in rows]
                 pattern = torch.from_numpy(shared_pattern(window)).cuda()
+                complete = torch.zeros(len(rows), dtype=torch.int32, device="cuda")
                 self.launch(len(rows), window + 1024, tmaps, torch.tensor(table, dtype=torch.int32).cuda(), pattern, out,
-                            np.int32(window), np.uint8(FILL))
+                            complete, np.int32(window), np.uint8(FILL), np.int64(WAIT_CYCLES))
+                incomplete |= {i for i, done in zip(rows, self.host(complete)) if not done}
             else:
                 table = [(len(copies[i].coords), copies[i].box.dst, copies[i].box.size_bytes, copies[i].multicast, copies[i].issuer,
                           *_coords5(copies[i])) for i in rows]
@@ -311,7 +315,7 @@ class TensorCopyRunner(KernelRunner):
         if windows:
             regions = self.host(buffer)
             for i, w in windows.items():
-                results[i] = (w, regions[starts[i]:starts[i + 1]])
+                results[i] = INCOMPLETE if i in incomplete else (w, regions[starts[i]:starts[i + 1]])
         return results
 
 

@@ -198,10 +198,16 @@ class TmaCopy(GpuTarget):
         return {"refused": refused} if refused else expected_result(copy).__json__()
 
     def observed(self, case: Case) -> Any:
+        from layoutfuzz.gpu.tma import INCOMPLETE
+
         (result,) = self.on_device(lambda: _runner().run([copy_from_params(case.params)], WINDOW))
+        if result == INCOMPLETE:
+            return {"incomplete": result}
         return {"refused": result} if isinstance(result, str) else CopyResult(*result).__json__()
 
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        if "incomplete" in observed:
+            return compare_incomplete(copy_from_params(case.params))
         if "refused" in expected or "refused" in observed:
             return compare_refusals(expected.get("refused"), observed.get("refused"))
 
@@ -216,17 +222,38 @@ class TmaCopy(GpuTarget):
         return [_Expected(copy, _refusal(copy)) for copy in (copy_from_params(c.params) for c in cases)]
 
     def observed_batch(self, cases: Sequence[Case]) -> list[Any]:
+        from layoutfuzz.gpu.tma import INCOMPLETE
+
         results = self.on_device(lambda: _runner().run([copy_from_params(c.params) for c in cases], WINDOW))
-        return [Refused(r) if isinstance(r, str) else CopyResult(*r) for r in results]
+        return [Incomplete() if r == INCOMPLETE else Refused(r) if isinstance(r, str) else CopyResult(*r) for r in results]
 
     def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> list[Comparison]:
         verdicts = []
         for e, o in zip(expected, observed):
-            if e.refused or isinstance(o, Refused):
+            if isinstance(o, Incomplete):
+                verdicts.append(compare_incomplete(e.copy))
+            elif e.refused or isinstance(o, Refused):
                 verdicts.append(compare_refusals(e.refused, o.refused if isinstance(o, Refused) else None))
             else:
                 verdicts.append(compare_copy(e.copy, e.result, o))
         return verdicts
+
+
+@dataclass(frozen=True)
+class Incomplete:
+    """A load whose bytes never completed its mbarrier's transaction count (the oracle's count of the box's bytes)."""
+
+    def __json__(self) -> dict[str, str]:
+        from layoutfuzz.gpu.tma import INCOMPLETE
+
+        return {"incomplete": INCOMPLETE}
+
+
+def compare_incomplete(copy: TensorCopy) -> Comparison:
+    """A load that never completed: the TMA unit delivered another number of bytes than the oracle's box holds."""
+    why = f"no completion of {copy.box.size_bytes} transaction bytes"
+    return Comparison(False, 1, (why,), "load: transaction count never reached",
+                      f"the load's mbarrier expected {copy.box.size_bytes} bytes (the oracle's box) and never completed")
 
 
 def _paddings(copy: TensorCopy) -> list[int]:

@@ -44,6 +44,7 @@ class KernelSpec:
     signature: dict[str, str]
     constexprs: dict[str, Any]
     num_warps: int
+    num_ctas: int = 1
 
 
 def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, Any]:
@@ -103,7 +104,7 @@ class GluonKernelTarget(GpuTarget):
         diagnostics: list[str] = []
         try:
             with stderr_text() as diagnostics:
-                compiled = compile_for_sm90(spec.kernel, spec.signature, spec.constexprs, spec.num_warps)
+                compiled = compile_for_sm90(spec.kernel, spec.signature, spec.constexprs, spec.num_warps, spec.num_ctas)
                 if variant:
                     compiled = recompile(compiled, variant)
         except Exception as exc:
@@ -119,7 +120,8 @@ class GluonKernelTarget(GpuTarget):
         folder = active_folder()
         if folder is None and not variant and (not self.prebuilt or through_jit()):
             spec = self.kernel_spec(case)
-            self.launch(spec.kernel, *buffers, **spec.constexprs, num_warps=spec.num_warps)
+            clusters = {"num_ctas": spec.num_ctas} if spec.num_ctas > 1 else {}
+            self.launch(spec.kernel, *buffers, **spec.constexprs, num_warps=spec.num_warps, **clusters)
             return
         if folder is None:
             kernel = cached_kernel(self, case, variant)
@@ -144,7 +146,8 @@ class GluonKernelTarget(GpuTarget):
 
     @staticmethod
     def launch(kernel: Any, *args: Any, **kwargs: Any) -> Any:
-        """``kernel[(1,)](*args, **kwargs)`` then a synchronize; returns the compiled kernel."""
+        """``kernel[(1,)](*args, **kwargs)`` then a synchronize (one cluster of ``num_ctas`` CTAs, where given); returns
+        the compiled kernel."""
         import torch
 
         from layoutfuzz.gpu.device import DeviceFault
@@ -171,9 +174,11 @@ class GluonKernelTarget(GpuTarget):
         return super().compare(case, expected, observed)
 
 
-def compile_for_sm90(kernel: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], num_warps: int) -> Any:
+def compile_for_sm90(kernel: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], num_warps: int,
+                     num_ctas: int = 1) -> Any:
     """Compile a Gluon kernel for sm_90a without a device, as a launch with 16-byte aligned buffers
-    compiles it (pointer arguments marked ``tt.divisibility`` 16, as Triton's JIT marks torch tensors)."""
+    compiles it (pointer arguments marked ``tt.divisibility`` 16, as Triton's JIT marks torch tensors), for a
+    cluster of ``num_ctas`` CTAs."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -183,24 +188,27 @@ def compile_for_sm90(kernel: Any, signature: Mapping[str, str], constexprs: Mapp
     signature = {name: signature[name] for name in names if name in signature}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(signature) if signature[name].startswith("*")}
     return triton.compile(GluonASTSource(kernel, signature, dict(constexprs), attrs), target=GPUTarget("cuda", 90, 32),
-                          options={"num_warps": num_warps})
+                          options={"num_warps": num_warps, "num_ctas": num_ctas})
 
 
 def holders(layout: LinearLayout, shape: list[int]) -> list[int]:
-    """For each element (row-major), the ``%tid.x`` of the thread that stores it: the copy whose
-    broadcast lane and warp bits are zero (the right inverse with slack variables zero)."""
+    """For each element (row-major), the thread that stores it, numbered across the cluster (``%tid.x`` plus the
+    CTA's rank times its threads): the copy whose broadcast lane, warp and block bits are zero (the right inverse with
+    slack variables zero)."""
     names = [n for n, _ in layout.out_dims]
     # the right inverse with its inputs reversed: its packed input is the row-major index (last dim fastest)
     hardware = layout.right_inverse().transpose_ins(names[::-1]).apply_all()
     zeros = np.zeros(prod(shape), dtype=np.int64)
-    return (hardware.get("lane", zeros) + 32 * hardware.get("warp", zeros)).tolist()
+    threads = 32 * dict(layout.in_sizes).get("warp", 1)
+    return (hardware.get("lane", zeros) + 32 * hardware.get("warp", zeros) + threads * hardware.get("block", zeros)).tolist()
 
 
 def gluon_layout(layout: LinearLayout, shape: list[int]):
     from triton.experimental.gluon import language as ttgl
 
     bases = {n: [list(b) for b in bs] for n, bs in layout.in_dims}
-    return ttgl.DistributedLinearLayout(bases.get("register", []), bases.get("lane", []), bases.get("warp", []), [], list(shape))
+    return ttgl.DistributedLinearLayout(bases.get("register", []), bases.get("lane", []), bases.get("warp", []),
+                                        bases.get("block", []), list(shape))
 
 
 def _permuted(source: Source, layout: LinearLayout, dims: tuple[str, ...]) -> LinearLayout:

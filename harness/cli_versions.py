@@ -288,8 +288,9 @@ def add_version_parsers(sub: argparse._SubParsersAction, parse_duration, positiv
 
     kernels = sub.add_parser(
         "kernels", help="compile GPU cases' kernels ahead on a CPU, by one or several Triton releases",
-        description="Compile the Gluon kernel of each case of the GPU targets (triton.convert_layout, triton.shared_memory, "
-        "triton.convert_layout_shuffle, whose second lowering 3.9.0 on compiles too) "
+        description="Compile the Gluon kernel of each case of the GPU targets (triton.convert_layout, "
+        "triton.convert_layout_cluster, triton.shared_memory, triton.convert_layout_shuffle, whose second lowering "
+        "3.9.0 on compiles too) "
         "for sm_90a on this machine, by this interpreter's Triton or, with --triton, by each release in its own "
         "environment, into OUT/triton-VERSION/TARGET/KEY.json (the cubin and what launching it needs, filed by the "
         "case's content hash; a compile the compiler refuses is filed with its error). Each compile runs in a worker; "

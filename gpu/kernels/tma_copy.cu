@@ -42,6 +42,18 @@ __device__ __forceinline__ void mbarrier_wait(unsigned bar) {
   }
 }
 
+// waits for phase 0 of the mbarrier at shared address bar for at most `cycles` clock cycles, by the whole block: whether
+// it completed (a transaction count the copy never delivers would otherwise hang the launch)
+__device__ __forceinline__ bool mbarrier_wait_for(unsigned bar, long long cycles) {
+  const long long start = clock64();
+  unsigned done = 0;
+  while (!done && clock64() - start < cycles) {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done) : "r"(bar) : "memory");
+  }
+  return __syncthreads_and(done);
+}
+
 // The three forms of cp.async.bulk.tensor the kernels below issue, one switch on the rank each; c holds the box's
 // start, innermost first (the unused trailing entries are ignored).
 __device__ __forceinline__ void tma_load_box(unsigned dst, const unsigned long long* tmap, unsigned bar, int rank, const int* c) {
@@ -177,7 +189,8 @@ extern "C" __global__ void tma_store(const unsigned long long* __restrict__ tens
 // the window with the fill value, copies the box to dstMem and dumps the window; a store fills the window with
 // `pattern` (the bytes the box is read from), stores the box from dstMem at the coordinates, waits for the writes,
 // and dumps the window too (a store must leave it as it was). What lands in global memory, and where, is the
-// hardware's answer: the guard zones around each tensor show a write past it.
+// hardware's answer: the guard zones around each tensor show a write past it. `complete` says, per case, whether a
+// load's mbarrier completed the transaction count within `wait_cycles` (a count the copy does not deliver: 0).
 struct TmaTensorCase {
   int store;       // 0: load (global to shared), 1: store (shared to global)
   int rank;        // 1..5
@@ -188,7 +201,8 @@ struct TmaTensorCase {
 
 extern "C" __global__ void tma_tensor_copy(const unsigned long long* __restrict__ tensor_maps,  // 16 words per case
                                            const TmaTensorCase* __restrict__ cases, const unsigned char* __restrict__ pattern,
-                                           unsigned char* __restrict__ out, int window, unsigned char fill) {
+                                           unsigned char* __restrict__ out, int* __restrict__ complete, int window,
+                                           unsigned char fill, long long wait_cycles) {
   extern __shared__ unsigned char raw[];
   __shared__ __align__(8) unsigned long long barrier;
   unsigned char* base = window_base(raw);
@@ -214,7 +228,8 @@ extern "C" __global__ void tma_tensor_copy(const unsigned long long* __restrict_
       tma_load_box(smem, tmap, bar, c.rank, c.coord);
     }
   }
-  if (!c.store) mbarrier_wait(bar);
+  const bool done = c.store ? true : mbarrier_wait_for(bar, wait_cycles);
+  if (threadIdx.x == 0) complete[blockIdx.x] = done;
   __syncthreads();
   dump_window(out, blockIdx.x, base, window);
 }
