@@ -13,7 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.generators.layouts import DISTRIBUTED_DIMS, cta_tiling, distributed_layout, distributed_layout_sharing, split_bits
+from layoutfuzz.generators.layouts import (
+    DISTRIBUTED_DIMS,
+    cta_tiling,
+    distributed_layout,
+    distributed_layout_sharing,
+    split_bits,
+)
 from layoutfuzz.generators.shrink import drop_basis, replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Space

@@ -20,7 +20,7 @@ from layoutfuzz.gpu.triton_targets import holders
 from layoutfuzz.harness.runner import make_case
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
-SHAPES = st.lists(st.integers(0, 5), min_size=1, max_size=3).map(lambda bits: [("dim%d" % i, 1 << b) for i, b in enumerate(bits)])
+SHAPES = st.lists(st.integers(0, 5), min_size=1, max_size=3).map(lambda bits: [(f"dim{i}", 1 << b) for i, b in enumerate(bits)])
 
 
 @given(SHAPES, st.integers(1, 3), st.integers(0, 2**32))
