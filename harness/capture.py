@@ -13,10 +13,22 @@ from contextlib import contextmanager
 
 @contextmanager
 def stderr_text(keep: int = 16384) -> Iterator[list[str]]:
-    """Captures fd 2 for the block; the list gets its text (the last ``keep`` characters), which is
-    also written back to fd 2 so that a crash's log still holds it."""
+    """Captures fd 2 for the block; the list gets its text (the last ``keep`` characters). Where fd 2 is a file (a
+    campaign worker's log) it is read back from there, so that an abort inside the block (an LLVM fatal error) still
+    leaves its message in the log for the crash's signature; elsewhere fd 2 goes to a temporary file and the text is
+    written back to fd 2 after the block."""
     out: list[str] = []
     sys.stderr.flush()
+    if _is_regular_file(2):
+        start = os.lseek(2, 0, os.SEEK_CUR)
+        try:
+            yield out
+        finally:
+            sys.stderr.flush()
+            with open(f"/proc/self/fd/{2}", "rb") as log:
+                log.seek(start)
+                out.append(log.read().decode(errors="replace")[-keep:])
+        return
     saved = os.dup(2)
     with tempfile.TemporaryFile(mode="w+b") as sink:
         os.dup2(sink.fileno(), 2)
@@ -30,3 +42,13 @@ def stderr_text(keep: int = 16384) -> Iterator[list[str]]:
             data = sink.read()
             os.write(2, data)
             out.append(data.decode(errors="replace")[-keep:])
+
+
+def _is_regular_file(fd: int) -> bool:
+    """Whether ``fd`` is a regular file that this process can read back through /proc (Linux)."""
+    import stat
+
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.path.exists(f"/proc/self/fd/{fd}")
+    except OSError:
+        return False
