@@ -9,7 +9,8 @@ from layoutfuzz.generators.source import Source
 from layoutfuzz.oracles.tensor_map import DATA_TYPE_BYTES, FLOAT_TYPES, SWIZZLE_BYTES
 
 BROKEN_SHARE = 8  # one encoding in BROKEN_SHARE breaks a rule on purpose
-BREAKS = ("box dim 0", "box dim 257", "element stride 0", "element stride 9", "inner box bytes", "inner box past the swizzle",
+BREAKS = ("box dim 0", "box dim 257", "element stride 0", "element stride 9", "inner box bytes", "interleaved inner box bytes",
+          "inner box past the swizzle",
           "address 8-byte aligned", "stride 8-byte aligned", "stride 2^40", "global dim 0", "global dim 2^32 + 1",
           "interleave below rank 3", "interleave 32B without swizzle 32B", "NaN fill of an integer type", "rank 6")
 
@@ -51,6 +52,8 @@ def _break(p: dict[str, Any], rule: str, source: Source) -> None:
     last = len(p["box_dims"]) - 1
     if rule.startswith("stride") and not p["global_strides"]:  # rank 1 has no stride to break
         rule = p["broken"] = "address 8-byte aligned"
+    if rule == "interleaved inner box bytes" and not p["interleave"]:  # only an interleaved encoding can break it
+        rule = p["broken"] = "inner box bytes"
     if rule == "box dim 0":
         p["box_dims"][source.integer(0, last)] = 0
     elif rule == "box dim 257":
@@ -63,6 +66,8 @@ def _break(p: dict[str, Any], rule: str, source: Source) -> None:
         size = DATA_TYPE_BYTES[p["data_type"]]
         p["interleave"], p["swizzle"] = 0, 0 if p["interleave"] == 2 else p["swizzle"]
         p["box_dims"][0] = 16 // size + source.choice((-1, 1))  # 8 bytes and less, or 8 bytes and more, than 16
+    elif rule == "interleaved inner box bytes":  # the observed rule (oracles.tensor_map): interleaved, and not 16-byte units
+        p["box_dims"][0] = 16 // DATA_TYPE_BYTES[p["data_type"]] + source.choice((-1, 1))
     elif rule == "inner box past the swizzle":
         size = DATA_TYPE_BYTES[p["data_type"]]
         p["interleave"], p["swizzle"] = 0, source.integer(1, 6)

@@ -4,6 +4,7 @@ only) starts before them."""
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
 from layoutfuzz.generators.source import Source
@@ -22,6 +23,8 @@ def tensor_copy(source: Source) -> dict[str, Any]:
     ``coords``, the ``places`` each dimension's bound was drawn at, and for loads a thread-block ``cluster`` of 1, 2 or
     4 CTAs with the ``multicast`` ctaMask and the ``issuer``'s rank. Stores never start before a bound (a store at a
     negative coordinate traps the device: ``oracles.tma_copy``)."""
+    if source.integer(0, 7) == 0:  # one copy in eight through an interleaved tensor map
+        return interleaved_copy(source)
     direction = source.choice(("load", "store"))
     box = device_box(source, MODES)
     if source.integer(0, 7) == 0:  # rank 1: the inner row alone
@@ -68,6 +71,61 @@ def tensor_copy(source: Source) -> dict[str, Any]:
             "element_strides": list(box.element_strides), "swizzle": box.swizzle.name, "dst": box.dst,
             "global_dims": dims, "global_strides": strides(dims, e, paddings), "coords": coords, "places": places,
             "cluster": cluster, "multicast": multicast, "issuer": source.integer(0, cluster - 1), **typed}
+
+
+INTERLEAVED_BOX_BYTES = 16 * 1024  # an interleaved box's slices in shared memory, at most
+
+
+def interleaved_copy(source: Source) -> dict[str, Any]:
+    """A copy through an interleaved tensor map (``oracles.tma_copy``'s observed rules: dim 0 counts 16- or 32-byte
+    slices, dim rank-2 is not traversed): rank 3-5, dim 0's box whole 16-byte units of elements (the driver's rule),
+    the 32B swizzle with 32B interleave (cuda.h), one CTA, the unsigned types; the same bounds as ``tensor_copy``, dim 0
+    counted in slices."""
+    direction = source.choice(("load", "store"))
+    interleave = source.choice((1, 2))
+    piece = 16 * interleave  # bytes of a slice
+    e = source.choice((1, 2, 4, 8))
+    swizzle = SwizzleMode.B32 if interleave == 2 else source.choice((SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64,
+                                                                     SwizzleMode.B128))
+    rank = source.integer(3, 5)
+    unit = 16 // e  # elements of 16 bytes: dim 0's box is a whole number of them
+    strides_ = [source.choice((1, 1, 1, 2, 3))] + [source.choice((1, 1, 1, 2, 3)) for _ in range(rank - 1)]
+    box = [unit * source.integer(1, max(1, min(256 // unit, source.choice((2, 4, 16)))))]
+    box += [source.integer(1, source.choice((3, 6))) for _ in range(rank - 1)]
+    loaded = [-(-b // t) for b, t in zip(box, strides_)]
+    while prod(loaded[k] for k in range(rank) if k != rank - 2) * piece > INTERLEAVED_BOX_BYTES:  # outer dims first
+        k = max((k for k in range(1, rank) if k != rank - 2), key=lambda k: loaded[k])
+        box[k] = max(1, box[k] // 2)
+        loaded[k] = -(-box[k] // strides_[k])
+    dims, coords, places = [], [], []
+    for k, (b, t) in enumerate(zip(box, strides_)):
+        extent = (-(-b // t) - 1) * t + 1
+        if k == rank - 2:  # not traversed: any place of its start coordinate
+            extent = 1
+        place = source.choice(("inside",) * 6 + ("cut", "cut") + (("before",) if direction == "load" else ()))
+        if place == "cut" and extent == 1:
+            place = "inside"
+        if place == "before":
+            start = -source.integer(1, extent)
+            dim = source.integer(1, extent + start + 4) if extent + start > 0 else source.integer(1, 8)
+        else:
+            start = source.choice((0, 0, 0, 1, 2, 3))
+            dim = start + extent + source.choice((0, 0, 1, 2, 7)) if place == "inside" else start + source.integer(1, extent - 1)
+        if source.integer(0, 19) == 0:  # now and then wholly past the bound
+            place, start, dim = "past", start + source.integer(1, 4), max(1, start)
+        dims.append(dim)
+        coords.append(start)
+        places.append(place)
+    align = piece if interleave == 2 else 16
+    paddings = [align * source.choice((0, 0, 0, 1, 2)) for _ in dims[1:]]
+    while _tensor_bytes(dims, piece, paddings) > MAX_TENSOR_BYTES:  # the outermost dims shrink first
+        k = max(i for i in range(1, len(dims)) if dims[i] > 1)
+        dims[k] = max(1, dims[k] // 2)
+        places[k] = "cut" if coords[k] < dims[k] else "past"
+    dst = max(128, swizzle.spec.alignment) * source.integer(0, 3)
+    return {"direction": direction, "interleave": interleave, "box_dims": box, "element_bytes": e, "element_strides": strides_,
+            "swizzle": swizzle.name, "dst": dst, "global_dims": dims, "global_strides": strides(dims, piece, paddings),
+            "coords": coords, "places": places, "cluster": 1, "multicast": 1, "issuer": 0}
 
 
 # CUtensorMapDataType's floating-point types by width: FLOAT16, BFLOAT16; FLOAT32, FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ;

@@ -121,8 +121,7 @@ def tma_space() -> Space:
 
 
 BY_TMA_COPY = "drawn by tma.copy, whose cases carry a global tensor and start coordinates (this target checks placement from 0)"
-INTERLEAVE_EXCLUDED = ("interleaved layouts use dim 0's traversal stride and their own shared-memory order, which PTX 5.5.2 "
-                       "does not state bit-exactly: not modelled (tma.encode checks their encodings)")
+INTERLEAVE_EXCLUDED = "interleaved copies are tma.copy's (their observed rules: oracles.tma_copy); tma.encode checks their encodings"
 NAN_FILL_EXCLUDED = "drawn by tma.copy, whose loads cross the tensor's bounds (this target's boxes lie inside their tensor)"
 BOUNDS = ("inside", "cut on a granule", "cut inside a granule", "past", "before")
 
@@ -153,6 +152,8 @@ def tma_copy_space() -> Space:
 
     def illegal(a: str, x: Any, b: str, y: Any) -> bool:
         pair = {a: x, b: y}
+        if pair.get("interleave", "none") != "none" and _interleave_excludes(pair):
+            return True
         if pair.get("direction") == "store":  # a store before a bound traps the device: not drawn; only loads multicast
             return (pair.get("innermost bound") == "before" or pair.get("outer bounds") == "before"
                     or pair.get("cluster size", 1) > 1 or "multicast mask" in pair)
@@ -181,8 +182,8 @@ def tma_copy_space() -> Space:
                   lambda p: "yes" if p["global_strides"] != _plain_strides(p) else "no"),
         Parameter("base offset", tuple(range(8)), "PTX ISA 5.5.7 (seed 004): base offset of the box in shared memory",
                   lambda p: p["dst"] // 128 % 8),
-        Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave", lambda p: "none",
-                  dict.fromkeys(("16B", "32B"), INTERLEAVE_EXCLUDED)),
+        Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave; PTX ISA 5.5.6",
+                  lambda p: ("none", "16B", "32B")[p.get("interleave", 0)]),
         Parameter("out-of-bound fill", ("zero", "nan"), f"{api}: CUtensorMapFloatOOBfill",
                   lambda p: "nan" if p.get("oob_fill") else "zero"),
         Parameter("data type", ("unsigned", "floating point"), f"{api}: CUtensorMapDataType",
@@ -194,10 +195,24 @@ def tma_copy_space() -> Space:
     ), illegal)
 
 
+def _interleave_excludes(pair: Mapping[str, Any]) -> bool:
+    """What an interleaved tma.copy never is: rank 1 or 2 (cuda.h), swizzled otherwise than 32B at 32B interleave
+    (cuda.h), an atomicity sub-mode (refused on sm_90), cut inside a granule (dim 0 counts whole slices), or beyond
+    what its observed rules model (clusters, floating-point types and the NaN fill)."""
+    if pair.get("rank") in (1, 2) or pair.get("cluster size", 1) > 1 or "multicast mask" in pair:
+        return True
+    if pair.get("out-of-bound fill") == "nan" or pair.get("data type") == "floating point":
+        return True
+    if pair.get("innermost bound") == "cut inside a granule" or "ATOM" in str(pair.get("swizzle", "")):
+        return True
+    return pair.get("interleave") == "32B" and pair.get("swizzle", "B32") != "B32"
+
+
 def _plain_strides(p: Mapping[str, Any]) -> list[int]:
     from layoutfuzz.generators.tma_copy import strides
 
-    return strides(p["global_dims"], p["element_bytes"], [0] * (len(p["global_dims"]) - 1))
+    unit = 16 * p["interleave"] if p.get("interleave") else p["element_bytes"]
+    return strides(p["global_dims"], unit, [0] * (len(p["global_dims"]) - 1))
 
 
 def convert_layout_space() -> Space:

@@ -116,7 +116,8 @@ def validate_box(p: Mapping[str, Any], lowest_rank: int = 2) -> TiledBox:
 
 
 def box_from_params(p: Mapping[str, Any]) -> TiledBox:
-    return TiledBox(tuple(p["box_dims"]), p["element_bytes"], tuple(p["element_strides"]), SwizzleMode[p["swizzle"]], p["dst"])
+    return TiledBox(tuple(p["box_dims"]), p["element_bytes"], tuple(p["element_strides"]), SwizzleMode[p["swizzle"]], p["dst"],
+                    p.get("interleave", 0))
 
 
 @cache

@@ -247,7 +247,7 @@ def copy_encoding(copy: TensorCopy, address: int = 0) -> TiledEncoding:
         raise ValueError(f"no CUDA tensor map for {box.element_bytes}-byte elements in mode {box.swizzle.spec.name}")
     data_type = DTYPE_BY_BYTES[box.element_bytes] if copy.data_type is None else copy.data_type
     return TiledEncoding(data_type, address, copy.global_dims, copy.global_strides, box.box_dims,
-                         box.element_strides, swizzle=box.swizzle.spec.cuda, oob_fill=copy.oob_fill)
+                         box.element_strides, interleave=box.interleave, swizzle=box.swizzle.spec.cuda, oob_fill=copy.oob_fill)
 
 
 def region_bytes(copy: TensorCopy) -> int:

@@ -83,7 +83,8 @@ def byte_roles(copy: TensorCopy, region_size: int) -> tuple[np.ndarray, np.ndarr
     the bounds, 3 one written past the innermost bound (the granule rule)."""
     from layoutfuzz.gpu.tma import GUARD
 
-    m, e = moves(copy), copy.box.element_bytes
+    m = moves(copy)
+    e = m.size
     window = np.zeros(WINDOW, dtype=np.int8)
     spread = np.arange(e)
     window[(m.shared[:, None] + spread).ravel()] = np.repeat(np.where(m.inside, 1, 2), e)
@@ -138,11 +139,16 @@ class TmaCopy(GpuTarget):
         """The box as ``tma.swizzle`` checks it, a tensor of up to 256 KiB whose dims and coordinates fit the box's rank,
         dim 0 starting on a 16-byte granule, and no store before a bound (it traps the device)."""
         p = case.params
-        validate_box(p, lowest_rank=1)
+        if p.get("interleave", 0) not in (0, 1, 2):
+            raise ValueError("interleave is 0 (none), 1 (16B) or 2 (32B)")
+        if not p.get("interleave"):
+            validate_box(p, lowest_rank=1)
         try:
             copy = copy_from_params(p)
         except (KeyError, TypeError, ValueError, LayoutError) as exc:
             raise ValueError(f"not a TMA copy: {exc}") from None
+        if copy.box.interleave and (copy.box.dst % 128 or copy.box.dst + copy.box.footprint_bytes > WINDOW):
+            raise ValueError(f"an interleaved box at a 128-byte multiple within the {WINDOW}-byte window")
         if copy.global_bytes > MAX_TENSOR_BYTES or any(d > 1 << 20 for d in copy.global_dims):
             raise ValueError(f"the tensor takes {copy.global_bytes} bytes, more than {MAX_TENSOR_BYTES}")
         if any(pad < 0 for pad in _paddings(copy)):
@@ -156,9 +162,9 @@ class TmaCopy(GpuTarget):
 
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
         """No cluster, the box's simplifications (``tma.swizzle``'s) with the tensor kept around it, coordinates towards
-        0, dims towards the box, padding dropped."""
+        0, dims towards the box, padding dropped (an interleaved copy's dim 0 in slices)."""
         p = case.params
-        e = p["element_bytes"]
+        e = 16 * p["interleave"] if p.get("interleave") else p["element_bytes"]  # dim 0's unit: an interleaved slice
         rank = len(p["box_dims"])
         if p.get("cluster", 1) > 1:  # one CTA, or the issuer alone in the mask
             yield replaced(p, cluster=1, multicast=1, issuer=0)
@@ -172,7 +178,7 @@ class TmaCopy(GpuTarget):
                 yield c
         for i, c in enumerate(p["coords"]):
             if c:
-                step = 16 // e if i == 0 else 1
+                step = max(1, 16 // e) if i == 0 else 1
                 yield replaced(p, coords=p["coords"][:i] + [c // 2 // step * step] + p["coords"][i + 1:])
         plain = strides(p["global_dims"], e, [0] * (len(p["global_dims"]) - 1))
         if plain != p["global_strides"]:
@@ -185,7 +191,8 @@ class TmaCopy(GpuTarget):
     def family(self, case: Case) -> str:
         p = case.params
         cluster = f":cluster {p['cluster']}" if p.get("cluster", 1) > 1 else ""
-        return f"{p.get('direction', '?')}:{p.get('swizzle', '?')}:{(p.get('places') or ['?'])[0]}{cluster}"
+        interleave = f":interleave {16 * p['interleave']}B" if p.get("interleave") else ""
+        return f"{p.get('direction', '?')}:{p.get('swizzle', '?')}:{(p.get('places') or ['?'])[0]}{cluster}{interleave}"
 
     def parameter_space(self) -> Space:
         from layoutfuzz.gpu.spaces import tma_copy_space
@@ -258,7 +265,7 @@ def compare_incomplete(copy: TensorCopy) -> Comparison:
 
 def _paddings(copy: TensorCopy) -> list[int]:
     """The padding of each outer dimension's stride (what ``generators.tma_copy.strides`` adds)."""
-    e = copy.box.element_bytes
+    e = copy.box.unit_bytes
     out, pitch = [], -(-copy.global_dims[0] * e // GRANULE) * GRANULE
     for d, s in zip(copy.global_dims[1:], copy.global_strides):
         out.append(s - pitch)

@@ -486,6 +486,8 @@ class Runner:
         return result_of(case, batch.families[k] if batch.families[k] is not None else data["family"], data)
 
     def _crash_detail(self, died: Died) -> str:
+        from layoutfuzz.harness.signatures import native_fatal_lines  # it imports this module
+
         code = died.exitcode
         if code is not None and code < 0:
             try:
@@ -501,7 +503,8 @@ class Runner:
             with open(path, "rb") as log:  # only the end: a worker may have printed gigabytes
                 log.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
                 lines = log.read().decode(errors="replace").strip().splitlines()
-            tail = "\n".join(clipped(line, 1000) for line in lines[-WORKER_LOG_LINES:])
+            fatal = native_fatal_lines(lines[:-WORKER_LOG_LINES])[:3]  # said before a long faulthandler dump
+            tail = "\n".join(clipped(line, 1000) for line in [*fatal, *lines[-WORKER_LOG_LINES:]])
         return clipped(what + (f"\n{tail}" if tail else ""), DETAIL_LIMIT)
 
 

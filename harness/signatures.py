@@ -11,6 +11,7 @@ seeds, machines and Python versions.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 from layoutfuzz.harness.runner import Result
@@ -43,6 +44,12 @@ def _function_name(prototype: str) -> str:
         head = re.sub(r"<[^<>]*>", "", head)
     words = head.replace("::", " ").split()
     return words[-1] if words else prototype[:40]
+
+
+def native_fatal_lines(lines: Sequence[str]) -> list[str]:
+    """The lines of a worker's log that state a native fatal error (an LLVM fatal error, a failed assertion): what a
+    crash's signature is made of, however much its faulthandler dump printed after them."""
+    return [line for line in lines if _LLVM_ERROR.search(line) or _ASSERTION.search(line)]
 
 
 def first_error(detail: str) -> str:

@@ -105,6 +105,12 @@ class SwizzleMode(enum.Enum):
         raise LayoutError(f"unknown TMA swizzle mode {name!r}; known: {', '.join(m.spec.name for m in cls)}")
 
 
+# The bytes one dim-0 index of an interleaved box moves, by CUtensorMapInterleave. Observed on an H100 (driver
+# 580.159.04, docs/results/2026-11-25-interleave-and-clusters-h100.md): dim 0 counts the interleave's slices (PTX 5.5.6:
+# "C8 utilizes 16 bytes", "C16 uses 32 bytes"), whatever the element type; cuda.h and PTX say nothing of the traversal.
+INTERLEAVE_BYTES = {1: 16, 2: 32}
+
+
 @dataclass(frozen=True)
 class TiledBox:
     """A tiled-mode TMA copy's shared-memory side: box, element size and strides, swizzle, dstMem.
@@ -117,6 +123,7 @@ class TiledBox:
     element_strides: tuple[int, ...]
     swizzle: SwizzleMode
     dst: int
+    interleave: int = 0  # CUtensorMapInterleave: 0 none, 1 16B, 2 32B (INTERLEAVE_BYTES)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "box_dims", tuple(self.box_dims))
@@ -129,6 +136,8 @@ class TiledBox:
 
     def problems(self) -> list[str]:
         """Why this box is not a valid tiled copy (empty if it is)."""
+        if self.interleave:
+            return self._interleaved_problems()
         out = []
         if not 1 <= len(self.box_dims) <= 5:
             out.append(f"rank {len(self.box_dims)} is not 1..5")
@@ -149,27 +158,54 @@ class TiledBox:
             out.append(f"dstMem {self.dst:#x} is not {self.swizzle.spec.alignment}-byte aligned")
         return out
 
+    def _interleaved_problems(self) -> list[str]:
+        """An interleaved box's rules: cuda.h's (rank 3-5, 32B interleave with the 32B swizzle) and the observed one
+        (``interleaved_unit``): dim 0's box is whole 16-byte units of elements here too."""
+        out = []
+        if self.interleave not in INTERLEAVE_BYTES or not 3 <= len(self.box_dims) <= 5:
+            out.append(f"interleave {self.interleave} is not 1 (16B) or 2 (32B), or rank {len(self.box_dims)} is not 3..5")
+        if len(self.element_strides) != len(self.box_dims) or any(not 1 <= s <= 8 for s in self.element_strides):
+            out.append(f"element strides {self.element_strides} must be rank-many values 1..8")
+        if any(not 1 <= b <= 256 for b in self.box_dims):
+            out.append(f"box dims {self.box_dims} must be 1..256")
+        if self.element_bytes not in (1, 2, 4, 8) or self.box_dims[0] * self.element_bytes % 16:
+            out.append(f"box dim 0 of {self.box_dims[0]} {self.element_bytes}-byte elements is not whole 16-byte units (observed)")
+        if self.interleave == 2 and self.swizzle is not SwizzleMode.B32:
+            out.append("interleave 32B needs swizzle 32B (cuda.h)")
+        if self.dst % self.swizzle.spec.alignment:
+            out.append(f"dstMem {self.dst:#x} is not {self.swizzle.spec.alignment}-byte aligned")
+        return out
+
+    @property
+    def unit_bytes(self) -> int:
+        """Bytes one index of dim 0 moves: an element, or with interleave the interleave's slice (observed)."""
+        return INTERLEAVE_BYTES[self.interleave] if self.interleave else self.element_bytes
+
     @property
     def loaded_dims(self) -> tuple[int, ...]:
-        """Elements actually copied per dimension: ceil(boxDim / elementStride)."""
-        return tuple(ceil(b / s) for b, s in zip(self.box_dims, self.element_strides))
+        """Units actually copied per dimension: ceil(boxDim / elementStride); with interleave, dim rank-2 is not
+        traversed (observed: the copy stays at its start coordinate there)."""
+        loaded = [ceil(b / s) for b, s in zip(self.box_dims, self.element_strides)]
+        if self.interleave:
+            loaded[len(loaded) - 2] = 1
+        return tuple(loaded)
 
     @property
     def inner_bytes(self) -> int:
-        return self.loaded_dims[0] * self.element_bytes
+        return self.loaded_dims[0] * self.unit_bytes
 
     @property
     def size_bytes(self) -> int:
         """Bytes the copy delivers (the mbarrier transaction count)."""
-        return prod(self.loaded_dims) * self.element_bytes
+        return prod(self.loaded_dims) * self.unit_bytes
 
     @property
     def row_bytes(self) -> int:
         """Shared-memory pitch of the innermost dimension: the inner box bytes, padded to the
         swizzle span in swizzled modes (seen on an H200; 5.5.7 is silent on inner dims that are
-        narrower than the span)."""
+        narrower than the span); interleaved rows are not padded (observed)."""
         span = self.swizzle.spec.span
-        return max(self.inner_bytes, span) if span else self.inner_bytes
+        return max(self.inner_bytes, span) if span and not self.interleave else self.inner_bytes
 
     @property
     def footprint_bytes(self) -> int:
@@ -177,8 +213,8 @@ class TiledBox:
         return self.row_bytes * prod(self.loaded_dims[1:])
 
     def dense_offset(self, index: Sequence[int]) -> int:
-        """Byte offset, before swizzling, of the copied element ``index`` (innermost first)."""
-        offset, pitch = 0, self.element_bytes
+        """Byte offset, before swizzling, of the copied unit ``index`` (innermost first)."""
+        offset, pitch = 0, self.unit_bytes
         for k, (i, n) in enumerate(zip(index, self.loaded_dims)):
             if not 0 <= i < n:
                 raise LayoutError(f"index {tuple(index)} is outside the copied box {self.loaded_dims}")

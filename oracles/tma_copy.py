@@ -20,6 +20,17 @@ the text does not state written out as *observed*, each with its evidence:
 - *observed, stores*: a store whose box starts at a negative coordinate traps the device (``CUDA_ERROR_ILLEGAL_INSTRUCTION``,
   ``tests/test_gpu_tma.py``); it is not modelled (a trap ends the CUDA context) and not drawn.
 
+*Observed, interleaved tensor maps* (CU_TENSOR_MAP_INTERLEAVE_16B/32B; PTX 5.5.6 names the NC/8HWC8 and NC/16HWC16
+layouts and nothing of how a box traverses them; H100, driver 580.159.04, 534 windows and 40 stores, every one
+explained, ``docs/results/2026-11-25-interleave-and-clusters-h100.md``):
+
+- dim 0 counts slices of the interleave's size (16 or 32 bytes), whatever the element type: index ``i`` of dim 0 moves
+  the slice at byte ``(c0 + i * elementStrides[0]) * slice`` (the element stride of dim 0 is honoured);
+- the box does not traverse dimension rank-2: it stays at its start coordinate there (its box size acts as 1), and the
+  transaction count is the slices moved times the slice size;
+- shared memory holds the slices packed, rows not padded to the swizzle span, each 16 bytes swizzled where it lands;
+- a slice outside the tensor is zero-filled by a load and not written by a store (slices are never cut).
+
 A box's start in dimension 0 is a whole number of 16-byte granules (5.5.3.1: "The address of the bounding Box must
 also be aligned to 16 bytes"), and every row of the tensor starts at a multiple of 16 bytes (the driver's stride rule),
 so the box's granules along dimension 0 are the tensor's.
@@ -73,7 +84,9 @@ class TensorCopy:
                               f"{self.cluster}, {self.multicast:#x}, {self.issuer}")
         if self.cluster > 1 and self.direction != "load":
             raise LayoutError("only loads multicast across a cluster")
-        if self.coords[0] * self.box.element_bytes % 16:
+        if self.box.interleave and (self.cluster > 1 or self.data_type is not None or self.oob_fill):
+            raise LayoutError("an interleaved copy is modelled for one CTA, the unsigned types and the zero fill")
+        if self.coords[0] * self.box.element_bytes % 16 and not self.box.interleave:
             raise LayoutError(f"the box's start in dim 0 ({self.coords[0]}) is not a whole number of 16-byte granules")
         if self.oob_fill not in (0, 1) or (self.oob_fill and self.data_type not in NAN_FILL):
             raise LayoutError(f"a NaN fill needs a floating-point data type ({sorted(NAN_FILL)}), got {self.data_type}")
@@ -82,49 +95,57 @@ class TensorCopy:
 
     @property
     def pitches(self) -> tuple[int, ...]:
-        """Global bytes between neighbours of each dimension."""
-        return (self.box.element_bytes, *self.global_strides)
+        """Global bytes between neighbours of each dimension (dim 0: an element, or an interleaved slice)."""
+        return (self.box.unit_bytes, *self.global_strides)
 
     @property
     def global_bytes(self) -> int:
         """Bytes from the tensor's start to its end (a rank-1 tensor: its row, not padded)."""
         if len(self.global_dims) == 1:
-            return self.global_dims[0] * self.box.element_bytes
+            return self.global_dims[0] * self.box.unit_bytes
         return self.global_strides[-1] * self.global_dims[-1]
 
 
 @dataclass(frozen=True)
 class Moves:
-    """For every element of the box (innermost index fastest): its shared-memory byte address, its global byte offset
-    (meaningless where it is outside the tensor), whether it is inside the tensor, and whether a store writes it."""
+    """For every piece of the box a copy moves (an element; with interleave, each 16 bytes of a slice), innermost index
+    fastest: its shared-memory byte address, its global byte offset (meaningless where it is outside the tensor),
+    whether it is inside the tensor, and whether a store writes it. ``size`` is the bytes of a piece."""
 
     shared: np.ndarray
     global_offset: np.ndarray
     inside: np.ndarray
     stored: np.ndarray
+    size: int
 
 
 def moves(copy: TensorCopy) -> Moves:
-    """Where each element of the box moves (the module's rules), as arrays over all elements at once."""
+    """Where each piece of the box moves (the module's rules), as arrays over all pieces at once."""
     box = copy.box
     loaded = box.loaded_dims
     index = np.indices(tuple(reversed(loaded)), dtype=np.int64).reshape(len(loaded), -1)[::-1]  # row k: index in dim k
-    dense = index[0] * box.element_bytes
+    dense = index[0] * box.unit_bytes
     pitch = box.row_bytes
     for k in range(1, len(loaded)):
         dense = dense + index[k] * pitch
         pitch *= loaded[k]
-    shared = box.swizzle(box.dst + dense)
     coordinate = np.array(copy.coords, dtype=np.int64)[:, None] + index * np.array(box.element_strides, dtype=np.int64)[:, None]
     dims = np.array(copy.global_dims, dtype=np.int64)[:, None]
     within = (coordinate >= 0) & (coordinate < dims)
     inside = within.all(axis=0)
     global_offset = (coordinate * np.array(copy.pitches, dtype=np.int64)[:, None]).sum(axis=0)
+    if box.interleave:  # a slice is never cut; it moves as 16-byte pieces, each swizzled where it lands
+        parts = np.arange(0, box.unit_bytes, GRANULE, dtype=np.int64)
+        spread = (lambda a: (a[:, None] + parts).ravel())
+        shared = box.swizzle(box.dst + spread(dense))
+        inside = np.repeat(inside, len(parts))
+        return Moves(shared, spread(global_offset), inside, inside, GRANULE)
+    shared = box.swizzle(box.dst + dense)
     # observed: a store writes the granule holding dim 0's bound whole (bytes before the bound's granule end)
     granule_end = -(-copy.global_dims[0] * box.element_bytes // GRANULE) * GRANULE
     in_granule = (coordinate[0] >= 0) & (coordinate[0] * box.element_bytes < granule_end)
     stored = in_granule & within[1:].all(axis=0)
-    return Moves(shared, global_offset, inside, stored)
+    return Moves(shared, global_offset, inside, stored, box.element_bytes)
 
 
 def _byte_indices(starts: np.ndarray, size: int) -> np.ndarray:
@@ -137,13 +158,14 @@ def out_of_bound_bytes(copy: TensorCopy) -> np.ndarray:
     ``NAN_FILL`` gives it (observed)."""
     if copy.oob_fill:
         return np.frombuffer(NAN_FILL[copy.data_type].to_bytes(copy.box.element_bytes, "little"), dtype=np.uint8)
-    return np.zeros(copy.box.element_bytes, dtype=np.uint8)
+    return np.zeros(GRANULE if copy.box.interleave else copy.box.element_bytes, dtype=np.uint8)
 
 
 def loaded_window(copy: TensorCopy, tensor: np.ndarray, window: int, fill: int) -> np.ndarray:
     """The shared-memory window after a load: ``fill`` where no element lands, each element's global bytes (``tensor``:
     the tensor's bytes from its start) where it is inside the tensor, ``out_of_bound_bytes`` where it is not."""
-    m, e = moves(copy), copy.box.element_bytes
+    m = moves(copy)
+    e = m.size
     out = np.full(window, fill, dtype=np.uint8)
     out[_byte_indices(m.shared, e)] = np.tile(out_of_bound_bytes(copy), len(m.shared))
     inside = m.inside
@@ -181,7 +203,8 @@ def multicast_windows(copy: TensorCopy, tensor: np.ndarray, window: int, fill: i
 def stored_tensor(copy: TensorCopy, shared: np.ndarray, before: np.ndarray) -> np.ndarray:
     """The tensor's bytes after a store (``before``: its bytes until then, as long as the store may reach; ``shared``:
     the window the box is read from): the written elements (the rules above) hold their shared-memory bytes."""
-    m, e = moves(copy), copy.box.element_bytes
+    m = moves(copy)
+    e = m.size
     out = before.copy()
     out[_byte_indices(m.global_offset[m.stored], e)] = shared[_byte_indices(m.shared[m.stored], e)]
     return out

@@ -131,3 +131,24 @@ class WarmTarget(Target):
 
     def observed(self, case):
         return {"warmed in the fork server": WARMED_IN is not None and WARMED_IN != os.getpid()}
+
+
+class LlvmFatalTarget(Target):
+    """Every case prints an LLVM fatal error through a ``stderr_text`` capture (as the Triton targets compile), then a
+    dump longer than the log tail a crash keeps, then aborts: the crash's signature must still name the error."""
+
+    name = "test.llvm_fatal"
+
+    def generate(self, source):
+        return {}
+
+    def expected(self, case):
+        return {}
+
+    def observed(self, case):
+        from layoutfuzz.harness.capture import stderr_text
+
+        with stderr_text():
+            os.write(2, b"LLVM ERROR: Invalid basis 2 for in-dim 'lane' and out-dim 'dim1'.\n")
+            os.write(2, b"".join(b"  frame %d of a long dump\n" % i for i in range(60)))
+            os.abort()

@@ -216,3 +216,14 @@ def test_targets_warm_up_once_in_the_fork_server(tmp_path):
                       "--out", "out", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "4 cases in" in done.stderr and ": 4 pass" in done.stderr, done.stdout + done.stderr
+
+
+def test_a_crash_is_named_by_its_fatal_error_printed_before_a_long_dump():
+    from layoutfuzz.harness.signatures import root_cause
+    from tests.crashy_target import LlvmFatalTarget
+
+    results = []
+    run_cases([share("tests.crashy_target:LlvmFatalTarget", LlvmFatalTarget(), 0, range(2))], results.extend, jobs=1,
+              timeout_s=30)
+    assert [r.outcome for r in results] == [Outcome.CRASH] * 2
+    assert all(root_cause(r).startswith("SIGABRT: LLVM ERROR: Invalid basis") for r in results), root_cause(results[0])
