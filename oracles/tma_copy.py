@@ -136,10 +136,9 @@ def moves(copy: TensorCopy) -> Moves:
     global_offset = (coordinate * np.array(copy.pitches, dtype=np.int64)[:, None]).sum(axis=0)
     if box.interleave:  # a slice is never cut; it moves as 16-byte pieces, each swizzled where it lands
         parts = np.arange(0, box.unit_bytes, GRANULE, dtype=np.int64)
-        spread = (lambda a: (a[:, None] + parts).ravel())
-        shared = box.swizzle(box.dst + spread(dense))
+        shared = box.swizzle(box.dst + (dense[:, None] + parts).ravel())
         inside = np.repeat(inside, len(parts))
-        return Moves(shared, spread(global_offset), inside, inside, GRANULE)
+        return Moves(shared, (global_offset[:, None] + parts).ravel(), inside, inside, GRANULE)
     shared = box.swizzle(box.dst + dense)
     # observed: a store writes the granule holding dim 0's bound whole (bytes before the bound's granule end)
     granule_end = -(-copy.global_dims[0] * box.element_bytes // GRANULE) * GRANULE
