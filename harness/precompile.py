@@ -6,6 +6,7 @@ what is new. The GPU machine then runs them with no Triton (``$LAYOUTFUZZ_KERNEL
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ def _compile(spec: str, case: dict, folder: str) -> str:
     from layoutfuzz.gpu.triton_targets import variant_params
     from layoutfuzz.harness.triton_compat.lowering import supports
 
+    _log_to(_crash_log(folder, os.getpid()))  # what the compiler prints before it dies names the crash
     target = registry.load(spec)
     case = Case.from_dict(case)
     states = []
@@ -46,6 +48,31 @@ def _compile(spec: str, case: dict, folder: str) -> str:
         write_atomically(path, kernel.to_json())
         states.append("rejected" if kernel.rejected else "compiled")
     return min(states, key=["rejected", "compiled", "cached"].index) if states else "unsupported"
+
+
+def _crash_log(folder: str | Path, pid: int) -> Path:
+    return Path(folder) / f".compile-{pid}.log"
+
+
+def _log_to(path: Path) -> None:
+    """Sends this worker's fd 2 to ``path``, emptied for the case about to compile."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _crash_message(folder: Path, pid: int | None) -> str:
+    """The fatal error a crashed worker printed (an LLVM fatal error, an assertion), if its log holds one."""
+    from layoutfuzz.harness.signatures import native_fatal_lines
+
+    path = _crash_log(folder, pid or 0)
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    fatal = native_fatal_lines(lines)
+    return fatal[0].strip() if fatal else ""
 
 
 def compile_all(jobs: Iterable[Job], folder: Path, workers: int, timeout: float, quiet: bool = False) -> Counter:
@@ -67,11 +94,17 @@ def compile_all(jobs: Iterable[Job], folder: Path, workers: int, timeout: float,
             try:
                 counts[future.result()] += 1
             except (ProcessExpired, FutureTimeout) as exc:
-                why = f"the compiler crashed (exit {exc.exitcode})" if isinstance(exc, ProcessExpired) else f"the compile took over {timeout:g} s"
+                if isinstance(exc, ProcessExpired):
+                    message = _crash_message(folder, exc.pid)
+                    why = f"the compiler crashed (exit {exc.exitcode})" + (f": {message}" if message else "")
+                else:
+                    why = f"the compile took over {timeout:g} s"
                 target = registry.load(job.spec)
                 for variant in target.variants:
                     write_atomically(kernel_path(folder, target.name, variant_params(job.case.params, variant)),
                                      CompiledKernel("?", triton.__version__, rejected=why).to_json())
                 counts["crashed"] += 1
             progress.update()
+    for log in Path(folder).glob(".compile-*.log"):
+        log.unlink(missing_ok=True)
     return counts

@@ -156,3 +156,22 @@ def test_cluster_conversions_on_the_gpu_match_the_oracle():
         assert target.compare(case, target.expected(case), target.observed(case)).ok, case.params
         ran += 1
     assert ran >= 20
+
+
+def test_kernels_files_a_compiler_abort_with_its_fatal_error(tmp_path):
+    # `layoutfuzz kernels` under a Triton that aborts on the reproducer files the abort with the LLVM error it printed
+    triton = pytest.importorskip("triton")
+    from layoutfuzz.gpu.prebuilt import CompiledKernel
+    from layoutfuzz.harness.triton_compat import parse_version
+
+    if parse_version(triton.__version__) >= (3, 7, 0):
+        pytest.skip(f"Triton {triton.__version__} compiles the reproducer (the abort is 3.6.0's)")
+    root = Path(__file__).resolve().parent.parent
+    case = root / "docs/results/cases/triton-cluster-scattered-blocks-abort.json"
+    done = subprocess.run([sys.executable, "-m", "layoutfuzz.harness.cli", "kernels", "--case", str(case), "--out", "k", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "1 crashed" in done.stdout, done.stderr[-2000:]
+    (filed,) = tmp_path.glob("k/triton-*/triton.convert_layout_cluster/*.json")
+    rejected = CompiledKernel.from_json(filed.read_text()).rejected
+    assert rejected.startswith("the compiler crashed (exit -6): LLVM ERROR: Invalid basis 2 for in-dim 'lane'"), rejected
+    assert not list(tmp_path.glob("k/triton-*/.compile-*.log"))  # the workers' logs are gone
