@@ -89,7 +89,7 @@ def interleaved_copy(source: Source) -> dict[str, Any]:
                                                                      SwizzleMode.B128))
     rank = source.integer(3, 5)
     unit = 16 // e  # elements of 16 bytes: dim 0's box is a whole number of them
-    strides_ = [source.choice((1, 1, 1, 2, 3))] + [source.choice((1, 1, 1, 2, 3)) for _ in range(rank - 1)]
+    strides_ = [source.choice((1, 1, 1, 1, 2, 3, 4, 5, 6, 7, 8)) for _ in range(rank)]  # cuTensorMapEncodeTiled: 1-8
     box = [unit * source.integer(1, max(1, min(256 // unit, source.choice((2, 4, 16)))))]
     box += [source.integer(1, source.choice((3, 6))) for _ in range(rank - 1)]
     loaded = [-(-b // t) for b, t in zip(box, strides_)]
@@ -122,7 +122,7 @@ def interleaved_copy(source: Source) -> dict[str, Any]:
         k = max(i for i in range(1, len(dims)) if dims[i] > 1)
         dims[k] = max(1, dims[k] // 2)
         places[k] = "cut" if coords[k] < dims[k] else "past"
-    dst = max(128, swizzle.spec.alignment) * source.integer(0, 3)
+    dst = 128 * source.integer(0, 15)  # every base offset (a 128-byte multiple, as tma.swizzle's boxes)
     return {"direction": direction, "interleave": interleave, "box_dims": box, "element_bytes": e, "element_strides": strides_,
             "swizzle": swizzle.name, "dst": dst, "global_dims": dims, "global_strides": strides(dims, piece, paddings),
             "coords": coords, "places": places, "cluster": 1, "multicast": 1, "issuer": 0}

@@ -43,6 +43,7 @@ _BREAK_FIXES: dict[str, dict[str, Any]] = {
     "NaN fill of an integer type": {"out-of-bound fill": ("NAN_REQUEST_ZERO_FMA",),
                                     "data type": ("UINT8", "UINT16", "UINT32", "INT32", "UINT64", "INT64")},
     "inner box bytes": {"interleave": ("NONE",)}, "inner box past the swizzle": {"interleave": ("NONE",)},
+    "interleaved inner box bytes": {"interleave": ("16B", "32B"), "rank": (3, 4, 5)},
     "interleave 32B without swizzle 32B": {"interleave": ("32B",), "rank": (3, 4, 5), "swizzle": ("NONE", "64B", "128B")},
     "global dim 2^32 + 1": {"largest global dim": ("past 2^32",)},
     "interleave below rank 3": {"rank": (1, 2), "interleave": ("16B", "32B")},
