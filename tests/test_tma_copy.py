@@ -117,6 +117,8 @@ def test_copies_from_coordinate_zero_over_a_tensor_the_box_size_place_as_the_swi
     for i in range(150):
         p = tensor_copy(RandomSource(f"same/{i}"))
         box = copy_from_params(p).box
+        if box.interleave:  # tma.swizzle's oracle knows no interleaved slices (tests/test_tma_interleave.py does)
+            continue
         from layoutfuzz.gpu.tma import box_encoding, global_bytes
 
         encoding = box_encoding(box)
@@ -133,9 +135,9 @@ def test_a_store_then_a_load_of_the_same_box_gives_the_box_back_where_it_is_insi
         tensor = stored_tensor(store, pattern, np.zeros(store.global_bytes + 16, np.uint8))
         window = loaded_window(load, tensor, WINDOW, FILL)
         m = moves(load)
-        inside = (m.shared[m.inside][:, None] + np.arange(copy.box.element_bytes)).ravel()
+        inside = (m.shared[m.inside][:, None] + np.arange(m.size)).ravel()
         assert (window[inside] == pattern[inside]).all()
-        outside = (m.shared[~m.inside][:, None] + np.arange(copy.box.element_bytes)).ravel()
+        outside = (m.shared[~m.inside][:, None] + np.arange(m.size)).ravel()
         assert (window[outside] == 0).all()
 
 
@@ -146,9 +148,9 @@ def test_a_store_writes_only_what_the_rules_allow():
         copy = copy_from_params(tensor_copy(RandomSource(f"only/{i}")))
         store = TensorCopy(copy.box, copy.global_dims, copy.global_strides, tuple(max(0, c) for c in copy.coords), "store")
         m = moves(store)
-        e = copy.box.element_bytes
+        e = m.size  # an element, or 16 bytes of an interleaved slice
         assert (m.stored >= m.inside).all()
-        granule_end = -(-copy.global_dims[0] * e // 16) * 16
+        granule_end = -(-copy.global_dims[0] * copy.box.unit_bytes // 16) * 16
         assert (m.global_offset[m.stored] % store.pitches[-1] < max(granule_end, store.pitches[-1])).all()
         before = np.zeros(store.global_bytes + 16, np.uint8)
         after = stored_tensor(store, np.full(WINDOW, 1, np.uint8), before)
