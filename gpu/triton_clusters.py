@@ -10,6 +10,7 @@ wrong data.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from layoutfuzz.generators.case import Case
@@ -96,8 +97,7 @@ class TritonConvertLayoutCluster(TritonConvertLayout):
         return convert_layout_cluster_space()
 
     def kernel_spec(self, case: Case) -> KernelSpec:
-        spec = super().kernel_spec(case)
-        return KernelSpec(spec.kernel, spec.signature, spec.constexprs, spec.num_warps, case.params["num_ctas"])
+        return replace(super().kernel_spec(case), num_ctas=case.params["num_ctas"])
 
 
 def ctas_tile(layout: LinearLayout) -> bool:
