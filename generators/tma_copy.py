@@ -9,7 +9,7 @@ from typing import Any
 
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.tma import device_box
-from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
+from layoutfuzz.oracles.tma import INTERLEAVE_BYTES, SwizzleMode, TiledBox
 
 # the sm_100 atomicity sub-modes, which an H100's driver refuses, drawn one time in five (the refusal is checked)
 MODES = (*(SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64, SwizzleMode.B128) * 3,
@@ -42,26 +42,12 @@ def tensor_copy(source: Source) -> dict[str, Any]:
             place = "inside"
         if place == "cut" and extent == 1:
             place = "inside"
-        step = granule if k == 0 else 1
-        if place == "before":
-            start = -step * source.integer(1, max(1, -(-extent // step)))
-            dim = source.integer(1, extent + start + 4) if extent + start > 0 else source.integer(1, 8)
-        else:
-            start = step * source.choice((0, 0, 0, 1, 2, 3)) if place != "past" else step * source.integer(1, 4)
-            if place == "inside":
-                dim = start + extent + source.choice((0, 0, 1, 2, 7))
-            elif place == "cut":
-                dim = start + source.integer(1, extent - 1)
-            else:
-                dim = source.integer(1, start)
+        start, dim = _bound(source, place, extent, granule if k == 0 else 1)
         dims.append(dim)
         coords.append(start)
         places.append(place)
     paddings = [16 * source.choice((0, 0, 0, 1, 2)) for _ in dims[1:]]
-    while _tensor_bytes(dims, e, paddings) > MAX_TENSOR_BYTES:  # the outermost dims shrink first
-        k = max(i for i in range(1, len(dims)) if dims[i] > 1)
-        dims[k] = max(1, dims[k] // 2)
-        places[k] = "cut" if coords[k] < dims[k] else "past"
+    _fit(dims, coords, places, e, paddings)
     cluster = source.choice((1, 1, 2, 4)) if direction == "load" else 1  # loads multicast across clusters of 2 and 4
     multicast = source.choice(((1 << cluster) - 1, source.integer(1, (1 << cluster) - 1)))  # all CTAs, or some
     typed = {}
@@ -83,7 +69,7 @@ def interleaved_copy(source: Source) -> dict[str, Any]:
     counted in slices."""
     direction = source.choice(("load", "store"))
     interleave = source.choice((1, 2))
-    piece = 16 * interleave  # bytes of a slice
+    piece = INTERLEAVE_BYTES[interleave]  # bytes of a slice
     e = source.choice((1, 2, 4, 8))
     swizzle = SwizzleMode.B32 if interleave == 2 else source.choice((SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64,
                                                                      SwizzleMode.B128))
@@ -98,30 +84,19 @@ def interleaved_copy(source: Source) -> dict[str, Any]:
         box[k] = max(1, box[k] // 2)
         loaded[k] = -(-box[k] // strides_[k])
     dims, coords, places = [], [], []
+    wholly_past = source.integer(0, rank - 1) if source.integer(0, 9) == 0 else -1  # one case in ten: nothing moves
     for k, (b, t) in enumerate(zip(box, strides_)):
-        extent = (-(-b // t) - 1) * t + 1
-        if k == rank - 2:  # not traversed: any place of its start coordinate
-            extent = 1
-        place = source.choice(("inside",) * 6 + ("cut", "cut") + (("before",) if direction == "load" else ()))
+        extent = 1 if k == rank - 2 else (-(-b // t) - 1) * t + 1  # dim rank-2 is not traversed: its start alone
+        place = "past" if k == wholly_past else source.choice(("inside",) * 6 + ("cut", "cut") +
+                                                               (("before",) if direction == "load" else ()))
         if place == "cut" and extent == 1:
             place = "inside"
-        if place == "before":
-            start = -source.integer(1, extent)
-            dim = source.integer(1, extent + start + 4) if extent + start > 0 else source.integer(1, 8)
-        else:
-            start = source.choice((0, 0, 0, 1, 2, 3))
-            dim = start + extent + source.choice((0, 0, 1, 2, 7)) if place == "inside" else start + source.integer(1, extent - 1)
-        if source.integer(0, 19) == 0:  # now and then wholly past the bound
-            place, start, dim = "past", start + source.integer(1, 4), max(1, start)
+        start, dim = _bound(source, place, extent, 1)  # dim 0's slices are whole granules: any start
         dims.append(dim)
         coords.append(start)
         places.append(place)
-    align = piece if interleave == 2 else 16
-    paddings = [align * source.choice((0, 0, 0, 1, 2)) for _ in dims[1:]]
-    while _tensor_bytes(dims, piece, paddings) > MAX_TENSOR_BYTES:  # the outermost dims shrink first
-        k = max(i for i in range(1, len(dims)) if dims[i] > 1)
-        dims[k] = max(1, dims[k] // 2)
-        places[k] = "cut" if coords[k] < dims[k] else "past"
+    paddings = [max(16, piece) * source.choice((0, 0, 0, 1, 2)) for _ in dims[1:]]  # 32B interleave: 32-byte strides
+    _fit(dims, coords, places, piece, paddings)
     dst = 128 * source.integer(0, 15)  # every base offset (a 128-byte multiple, as tma.swizzle's boxes)
     return {"direction": direction, "interleave": interleave, "box_dims": box, "element_bytes": e, "element_strides": strides_,
             "swizzle": swizzle.name, "dst": dst, "global_dims": dims, "global_strides": strides(dims, piece, paddings),
@@ -141,6 +116,29 @@ def strides(dims: list[int], element_bytes: int, paddings: list[int]) -> list[in
         out.append(pitch)
         pitch *= d
     return out
+
+
+def _bound(source: Source, place: str, extent: int, step: int) -> tuple[int, int]:
+    """A dimension's start coordinate and size that put its bound ``place`` against a box spanning ``extent``
+    coordinates: inside, cut, wholly past it, or before its start; starts are multiples of ``step``."""
+    if place == "before":
+        start = -step * source.integer(1, max(1, -(-extent // step)))
+        return start, source.integer(1, extent + start + 4) if extent + start > 0 else source.integer(1, 8)
+    if place == "past":
+        start = step * source.integer(1, 4)
+        return start, source.integer(1, start)
+    start = step * source.choice((0, 0, 0, 1, 2, 3))
+    if place == "inside":
+        return start, start + extent + source.choice((0, 0, 1, 2, 7))
+    return start, start + source.integer(1, extent - 1)
+
+
+def _fit(dims: list[int], coords: list[int], places: list[str], unit: int, paddings: list[int]) -> None:
+    """Halves the outermost dims (in place, their places kept true) until the tensor takes at most MAX_TENSOR_BYTES."""
+    while _tensor_bytes(dims, unit, paddings) > MAX_TENSOR_BYTES:
+        k = max(i for i in range(1, len(dims)) if dims[i] > 1)
+        dims[k] = max(1, dims[k] // 2)
+        places[k] = "cut" if coords[k] < dims[k] else "past"
 
 
 def _tensor_bytes(dims: list[int], element_bytes: int, paddings: list[int]) -> int:

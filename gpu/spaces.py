@@ -11,6 +11,7 @@ from layoutfuzz.generators.space import Parameter, Space, bin_of, bins
 from layoutfuzz.gpu.wgmma import probe_base_offset, probe_descriptor
 from layoutfuzz.oracles.algorithms import conversion_plan
 from layoutfuzz.oracles.linear_layout import LinearLayout
+from layoutfuzz.oracles.tma import INTERLEAVE_BYTES
 from layoutfuzz.oracles.tma import SwizzleMode as TmaMode
 from layoutfuzz.oracles.wgmma import WGMMA_N, WGMMA_TYPES, Major, SwizzleMode
 
@@ -211,7 +212,7 @@ def _interleave_excludes(pair: Mapping[str, Any]) -> bool:
 def _plain_strides(p: Mapping[str, Any]) -> list[int]:
     from layoutfuzz.generators.tma_copy import strides
 
-    unit = 16 * p["interleave"] if p.get("interleave") else p["element_bytes"]
+    unit = INTERLEAVE_BYTES[p["interleave"]] if p.get("interleave") else p["element_bytes"]
     return strides(p["global_dims"], unit, [0] * (len(p["global_dims"]) - 1))
 
 

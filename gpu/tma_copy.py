@@ -164,7 +164,7 @@ class TmaCopy(GpuTarget):
         """No cluster, the box's simplifications (``tma.swizzle``'s) with the tensor kept around it, coordinates towards
         0, dims towards the box, padding dropped (an interleaved copy's dim 0 in slices)."""
         p = case.params
-        e = 16 * p["interleave"] if p.get("interleave") else p["element_bytes"]  # dim 0's unit: an interleaved slice
+        e = copy_from_params(p).box.unit_bytes  # dim 0's unit: an element, or an interleaved slice
         rank = len(p["box_dims"])
         if p.get("cluster", 1) > 1:  # one CTA, or the issuer alone in the mask
             yield replaced(p, cluster=1, multicast=1, issuer=0)
