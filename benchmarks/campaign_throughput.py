@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -31,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from layoutfuzz.harness import registry  # noqa: E402
 from layoutfuzz.harness.campaign import DEFAULT_TARGETS  # noqa: E402
+from layoutfuzz.harness.environments import cache_root  # noqa: E402
 from layoutfuzz.harness.runner import evaluate, make_case  # noqa: E402
 
 
@@ -53,7 +55,7 @@ def through_run(target: str, budget: float, jobs: int, out: Path, extra: list[st
                "--timeout", timeout, "-q", "--out", str(out), *extra]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(import_root(tree)), str(tree), os.environ.get("PYTHONPATH", "")])),
                TRITON_CACHE_DIR=str(out) + "-triton-cache",  # each run compiles its kernels: no run finds another's
-               LAYOUTFUZZ_CACHE=str(out) + "-cache")
+               LAYOUTFUZZ_CACHE=str(seeded_cache(Path(str(out) + "-cache"))))
     done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env=env)
     match = re.search(r"(\d+) cases in ([\d.]+) s", done.stderr)
     if done.returncode not in (0, 1) or not match:
@@ -62,6 +64,17 @@ def through_run(target: str, budget: float, jobs: int, out: Path, extra: list[st
     good = {i for i, o, _ in rows if o not in ("crash", "timeout")}
     kernels = len({c for _, o, c in rows if o not in ("crash", "timeout", "unsupported")})  # distinct parameters: kernels
     return Run(int(match[1]) / float(match[2]), kernels / float(match[2]), int(match[1]), len(rows) - len(good), good)
+
+
+def seeded_cache(folder: Path) -> Path:
+    """An empty cache folder but for the cubins NVRTC built here for the raw probes (``gpu.device.compile_source``): a
+    probe is built once per machine (the wgmma probe takes NVRTC over a minute), not once per campaign, and no run
+    should spend its budget on it."""
+    built = cache_root() / "cubins"
+    if built.is_dir():
+        shutil.copytree(built, folder / "cubins", dirs_exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def import_root(tree: Path) -> Path:
@@ -81,7 +94,7 @@ def in_process(target_name: str, indices: list[int], seconds: float) -> float:
     """cases/s of generating and evaluating the target's cases ``indices`` (seed 0) one by one in this process
     (with a Triton cache of its own: the runs before it compiled the same kernels)."""
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="in-process-triton-cache-")
-    os.environ["LAYOUTFUZZ_CACHE"] = tempfile.mkdtemp(prefix="in-process-cache-")
+    os.environ["LAYOUTFUZZ_CACHE"] = str(seeded_cache(Path(tempfile.mkdtemp(prefix="in-process-cache-"))))
     spec = registry.resolve(target_name)
     target = registry.load(spec)
     evaluate(target, make_case(target, 0, indices[0]))  # warm: imports, caches

@@ -78,6 +78,7 @@ PROBE_WINDOW = 32 * 1024  # bytes of shared memory the operand under test may to
 WIDE_WINDOW = 227 * 1024 - 4096 - 1024
 PROBE_WINDOWS = (PROBE_WINDOW, 2 * PROBE_WINDOW, 4 * PROBE_WINDOW, WIDE_WINDOW)  # few sizes: a digit plan each
 LBO_FOLKLORE = (0, 1, 16)
+MAJORS, SWIZZLE_MODES = tuple(Major), tuple(SwizzleMode)  # in definition order, as list(Major) gives them: the same draws
 PROBE_DTYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")  # what CUTLASS, DeepGEMM, ThunderKittens and JAX write where LBO is ignored
 FIELD_MAX = (1 << 14) - 1  # a 14-bit descriptor field, in 16-byte units
 
@@ -90,8 +91,8 @@ def device_case(source: Source) -> dict:
     dtype = source.choice(PROBE_DTYPES)
     bits = 32 if dtype == "tf32" else 16 if dtype in ("f16", "bf16") else 8
     operand = source.choice(("A", "B"))
-    major = source.choice(list(Major)) if bits == 16 else Major.K  # only 16-bit operands may be MN-major
-    mode = source.choice(list(SwizzleMode))
+    major = source.choice(MAJORS) if bits == 16 else Major.K  # only 16-bit operands may be MN-major
+    mode = source.choice(SWIZZLE_MODES)
     T = 128 // bits
     # A under test is seen through D = A x I (N columns): N must cover K (32 for 8-bit types)
     n = (16 if bits >= 16 else 64) if operand == "A" else source.choice(WGMMA_N[dtype])

@@ -22,9 +22,10 @@ def compile_kernel(filename: str, arch: str = ARCH):
 
 @cache
 def compile_source(source: str, name: str, arch: str = ARCH):
-    """The cubin (cuda.core ObjectCode) of CUDA C++ ``source`` for ``arch``. A source that takes NVRTC long (the
-    wgmma probe's every-N instructions: most of a minute) is compiled once per machine: the cubin is filed under the
-    cache folder by the hash of source, arch and NVRTC version, and concurrent workers wait for the one compiling."""
+    """The cubin (cuda.core ObjectCode) of CUDA C++ ``source`` for ``arch``, compiled once per machine: the cubin is
+    filed under the cache folder by the hash of source, arch and NVRTC version, and concurrent workers wait for the one
+    compiling (NVRTC takes the wgmma probe's every-N instructions most of a minute, and a second of every campaign
+    worker for the TMA kernels). Where the cache folder cannot be written, each process compiles its own."""
     import fcntl
     import hashlib
 
@@ -37,20 +38,19 @@ def compile_source(source: str, name: str, arch: str = ARCH):
         program = Program(source, code_type="c++", options=ProgramOptions(arch=arch, std="c++17", name=name))
         return bytes(program.compile("cubin").code)
 
-    if len(source) < CACHED_SOURCE_BYTES:
-        return ObjectCode.from_cubin(build(), name=name)
     key = hashlib.sha256(f"{arch}\0{_nvrtc_version()}\0{source}".encode()).hexdigest()[:20]
     folder = cache_root() / "cubins"
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{Path(name).stem}-{key}.cubin"
-    with open(folder / f"{path.name}.lock", "w") as lock:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / f"{path.name}.lock", "w")  # noqa: SIM115  (closed below)
+    except OSError:
+        return ObjectCode.from_cubin(build(), name=name)
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one process compiles, the others then read its cubin
         if not path.exists():
             write_atomically(path, build())
     return ObjectCode.from_cubin(path.read_bytes(), name=name)
-
-
-CACHED_SOURCE_BYTES = 64 * 1024  # sources at least this long are compiled once per machine (``compile_source``)
 
 
 def _nvrtc_version() -> str:
@@ -69,6 +69,7 @@ def compute_capability() -> tuple[int, int]:
     return int(major), int(minor)
 
 
+@cache
 @cache
 def libcuda():
     """The CUDA driver library through ctypes (for the calls the bindings make dearer or refuse)."""

@@ -8,6 +8,7 @@ CUDA device (and torch for device buffers).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -82,23 +83,36 @@ def encode_tiled(e: TiledEncoding) -> tuple[int, np.ndarray]:
     list, which the driver refuses (docs/findings.md)."""
     import ctypes
 
+    encode, tensor_map = _encoder()
+
+    def array(kind: Any, values: tuple[int, ...]) -> Any:
+        bits = 8 * ctypes.sizeof(kind)
+        if any(v < 0 or v >> bits for v in values):  # ctypes would wrap it round: refused, as NumPy refuses it
+            raise OverflowError(f"{list(values)} do not fit {bits}-bit unsigned fields")
+        return (kind * (len(values) + 1))(*values)  # one spare element: never a null pointer
+
+    result = encode(tensor_map.ctypes.data, e.data_type, e.rank, e.global_address, array(ctypes.c_uint64, e.global_dims),
+                    array(ctypes.c_uint64, e.global_strides), array(ctypes.c_uint32, e.box_dims),
+                    array(ctypes.c_uint32, e.element_strides), e.interleave, e.swizzle, e.l2_promotion, e.oob_fill)
+    return int(result), tensor_map.copy()
+
+
+@cache
+def _encoder() -> tuple[Any, np.ndarray]:
+    """``cuTensorMapEncodeTiled`` with its C signature declared (ctypes then converts each argument without being told
+    how), and the 64-byte aligned 128 bytes it writes the tensor map into (copied out after each call)."""
+    import ctypes
+
     from layoutfuzz.gpu.device import libcuda
 
+    encode = libcuda().cuTensorMapEncodeTiled
+    pointer, i32, u32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32
+    encode.argtypes = [pointer, i32, u32, pointer, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+                       ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32), i32, i32, i32, i32]
+    encode.restype = i32
     storage = np.zeros(16 + 8, dtype=np.uint64)  # the tensor map, 64-byte aligned by hand
     offset = (-storage.ctypes.data % 64) // 8
-    tensor_map = storage[offset:offset + 16]
-
-    def array(values: tuple[int, ...], dtype: Any) -> Any:
-        return np.array([*values, 0], dtype=dtype)  # one spare element: never a null pointer
-
-    dims, strides = array(e.global_dims, np.uint64), array(e.global_strides, np.uint64)
-    box, steps = array(e.box_dims, np.uint32), array(e.element_strides, np.uint32)
-    result = libcuda().cuTensorMapEncodeTiled(
-        ctypes.c_void_p(tensor_map.ctypes.data), ctypes.c_int(e.data_type), ctypes.c_uint32(e.rank), ctypes.c_void_p(e.global_address),
-        ctypes.c_void_p(dims.ctypes.data), ctypes.c_void_p(strides.ctypes.data), ctypes.c_void_p(box.ctypes.data),
-        ctypes.c_void_p(steps.ctypes.data), ctypes.c_int(e.interleave), ctypes.c_int(e.swizzle), ctypes.c_int(e.l2_promotion),
-        ctypes.c_int(e.oob_fill))
-    return int(result), tensor_map.copy()
+    return encode, storage[offset:offset + 16]
 
 
 def result_name(result: int) -> str:

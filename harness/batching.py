@@ -55,12 +55,13 @@ class Batch:
 
 
 @dataclass(frozen=True)
-class StoredPass:
-    """A pass a worker stored in the campaign's database itself (``harness.stored_passes``): what the parent counts."""
+class StoredPasses:
+    """Passes a worker stored in the campaign's database itself (``harness.stored_passes``): what the parent counts,
+    once a batch (at a hundred thousand cases a second, a parent that handles each pass is the bottleneck)."""
 
     target: str
-    family: str
-    duration_s: float
+    cases: int
+    duration_s: float  # of all of them together
 
 
 @dataclass
@@ -69,12 +70,13 @@ class Progress:
     positions of the call that was running last."""
 
     results: dict[int, dict[str, Any]] = field(default_factory=dict)
-    stored: list[StoredPass] = field(default_factory=list)
+    stored: list[StoredPasses] = field(default_factory=list)
     stored_at: set[int] = field(default_factory=set)  # their positions
     running: tuple[int, ...] = ()
 
-    def finished(self, k: int) -> bool:
-        return k in self.results or k in self.stored_at
+    def unfinished(self, size: int) -> list[int]:
+        """The positions of a batch of ``size`` with no result, in order."""
+        return sorted(set(range(size)).difference(self.results, self.stored_at))
 
     @classmethod
     def read(cls, path: Path) -> Progress:
@@ -95,9 +97,9 @@ class Progress:
                     continue
         for entry in entries:
             if "stored" in entry:
-                for k, family, duration in entry["stored"]:
-                    progress.stored.append(StoredPass(entry["target"], family, duration))
-                    progress.stored_at.add(k)
+                positions = [k for start, stop in entry["stored"] for k in range(start, stop)]
+                progress.stored.append(StoredPasses(entry["target"], len(positions), entry["seconds"]))
+                progress.stored_at.update(positions)
             elif "run" in entry:
                 progress.running = tuple(entry["run"])
             else:
@@ -135,9 +137,16 @@ class ProgressFile:
     def result(self, k: int, result: dict[str, Any]) -> None:
         self._write({"k": k, **result})
 
-    def stored(self, target: str, passes: Sequence[tuple[int, str, float]]) -> None:
-        """(position, family, seconds) of passes the worker stored in the campaign's database itself."""
-        self._write({"stored": passes, "target": target})  # tuples are JSON arrays as they are
+    def stored(self, target: str, positions: Sequence[int], seconds: float) -> None:
+        """The positions of passes the worker stored in the campaign's database itself (as [start, stop) runs), and
+        the seconds they took together."""
+        runs: list[list[int]] = []
+        for k in sorted(positions):
+            if runs and runs[-1][1] == k:
+                runs[-1][1] = k + 1
+            else:
+                runs.append([k, k + 1])
+        self._write({"stored": runs, "target": target, "seconds": seconds})
 
     def _write(self, entry: dict[str, Any]) -> None:
         self._file.write(json.dumps(entry) + "\n")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from layoutfuzz.harness import registry, trust
-from layoutfuzz.harness.batching import StoredPass
+from layoutfuzz.harness.batching import StoredPasses
 from layoutfuzz.harness.runner import Result, Runner, Shard, make_case, run_cases, share
 from layoutfuzz.harness.target import OUTCOMES, Outcome, Target
 from layoutfuzz.reports.buckets import PROBLEMS, bucket_table
@@ -215,10 +215,11 @@ class Recorder:
         self.store.record_many(rows)
         self._show(len(results))
 
-    def stored(self, passes: list[StoredPass]) -> None:
+    def stored(self, passes: list[StoredPasses]) -> None:
         """Counts passes the workers stored themselves (``harness.stored_passes``)."""
-        self.counts[Outcome.PASS.value] += len(passes)
-        self._show(len(passes))
+        count = sum(p.cases for p in passes)
+        self.counts[Outcome.PASS.value] += count
+        self._show(count)
 
     def _show(self, finished: int) -> None:
         if self.progress is not None:

@@ -27,9 +27,10 @@ from typing import Any
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import source_for
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.batching import BATCH_SECONDS, Batch, BatchSize, Progress, ProgressFile, StoredPass, cases_of
+from layoutfuzz.harness.batching import BATCH_SECONDS, Batch, BatchSize, Progress, ProgressFile, StoredPasses, cases_of
 from layoutfuzz.harness.compare import clipped, summarised, to_jsonable
 from layoutfuzz.harness.pool import Died, Finished, WorkerPool
+from layoutfuzz.harness.profiling import profiled
 from layoutfuzz.harness.stored_passes import store_passes
 from layoutfuzz.harness.target import Outcome, Target, Unsupported, batched
 
@@ -87,7 +88,7 @@ class Shard:
 def make_case(target: Target, seed: int, index: int) -> Case:
     """Case ``index`` of ``target`` in the campaign with ``seed`` (deterministic)."""
     params = target.generate(source_for(target.case_model or target.name, seed, index))
-    return Case(target.name, seed, index, params if _plain(params) else json.loads(json.dumps(params)))
+    return Case(target.name, seed, index, params if target.plain_params or _plain(params) else json.loads(json.dumps(params)))
 
 
 _PLAIN_SCALARS = (str, int, bool, type(None))
@@ -255,7 +256,12 @@ def evaluate_many(target: Target, cases: list[Case]) -> list[dict[str, Any]]:
 
 def run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep_values: bool, store: str | None = None) -> int:
     """A worker's task: the cases of one batch, each result written to the progress file as it finishes; with a
-    ``store`` (a campaign's database), a batched call's plain passes go there instead (``harness.stored_passes``)."""
+    ``store`` (a campaign's database), a batched call's plain passes go there instead (``harness.stored_passes``).
+    Profiled where ``LAYOUTFUZZ_PROFILE`` asks for it (``harness.profiling``)."""
+    return profiled(_run_batch, spec, seed, payload, progress_path, keep_values, store)
+
+
+def _run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep_values: bool, store: str | None) -> int:
     progress = ProgressFile(progress_path)
     progress.running(range(len(payload)))  # until each case is under way: loading and generating
     os._exit = _exit_during_case  # a status 0 mid-case would read as a normal end: say what happened
@@ -282,7 +288,7 @@ def run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep
             plain = [i for i, answer in enumerate(answers) if answer["outcome"] == Outcome.PASS.value]
             if store is not None and not keep_values and plain:
                 store_passes(store, [(live[i][1], live[i][2], answers[i]) for i in plain])
-                progress.stored(target.name, [(live[i][0], live[i][2], answers[i]["duration_s"]) for i in plain])
+                progress.stored(target.name, [live[i][0] for i in plain], sum(answers[i]["duration_s"] for i in plain))
                 stored = set(plain)
                 live, answers = [x for i, x in enumerate(live) if i not in stored], [a for i, a in enumerate(answers) if i not in stored]
             for (k, case, family), answer in zip(live, answers):
@@ -338,7 +344,7 @@ class Runner:
     preload: tuple[str, ...] = ()  # modules the fork server imports ahead (see harness.forkserver)
     warm: tuple[str, ...] = ()  # target specs whose warm_up the fork server runs after the imports
     store: str | None = None  # a campaign's database: workers store plain passes of batches there (harness.stored_passes)
-    _stored: list = field(default_factory=list)  # StoredPass entries not yet taken
+    _stored: list = field(default_factory=list)  # StoredPasses entries not yet taken
     _log_dir: tempfile.TemporaryDirectory | None = None
     _pool: WorkerPool | None = None
     _queue: deque = field(default_factory=deque)  # batches waiting for a worker
@@ -355,7 +361,7 @@ class Runner:
         self._pool.close()
         self._log_dir.cleanup()
 
-    def take_stored(self) -> list[StoredPass]:
+    def take_stored(self) -> list[StoredPasses]:
         """The passes workers stored in the campaign's database themselves since the last call."""
         stored, self._stored = self._stored, []
         return stored
@@ -438,7 +444,7 @@ class Runner:
         progress = Progress.read(item.progress)
         item.progress.unlink(missing_ok=True)
         out = self._results(batch, progress)
-        missing = [k for k in range(len(batch)) if not progress.finished(k)]  # an exception escaped run_batch: a harness bug
+        missing = progress.unfinished(len(batch))  # an exception escaped run_batch: a harness bug
         detail = clipped(f"worker failure:\n{error or 'no answer'}", DETAIL_LIMIT)
         return out + [self._lost(batch, k, Outcome.ERROR, detail, 0.0) for k in missing]
 
@@ -450,8 +456,9 @@ class Runner:
         item.progress.unlink(missing_ok=True)
         elapsed = time.monotonic() - item.started
         done = self._results(batch, progress)
-        unfinished = [k for k in range(len(batch)) if not progress.finished(k)]
-        suspects = [k for k in (progress.running or range(len(batch))) if k in unfinished]
+        unfinished = progress.unfinished(len(batch))
+        left = set(unfinished)
+        suspects = [k for k in (progress.running or range(len(batch))) if k in left]
         rest = [k for k in unfinished if k not in suspects]
         if rest:
             self.submit_batch(batch.part(rest), item.keep_values)
@@ -561,11 +568,11 @@ def run_cases(
     timeout_s: float,
     deadline: float | None = None,
     memory_limit: int | None = None,
-    store: tuple[str, Callable[[list[StoredPass]], None]] | None = None,
+    store: tuple[str, Callable[[list[StoredPasses]], None]] | None = None,
 ) -> bool:
     """Runs the shares' cases until done or past ``deadline`` (time.monotonic); records every result. With a
     ``store`` (a campaign's database and what counts the passes stored there), workers store batches' plain passes
-    in the database themselves, and the second gets them as ``StoredPass`` entries instead of ``record`` results.
+    in the database themselves, and the second gets them as ``StoredPasses`` entries instead of ``record`` results.
 
     The next batch is always the share's with the least worker time so far: a time budget is shared
     between targets by time, not by turn. Returns True if all of it ran. Ctrl-C propagates after
@@ -590,13 +597,15 @@ def run_cases(
                     return all(s.exhausted for s in shares)
                 results = runner.results(wait_s=0.5)
                 stored = runner.take_stored()
-                finished: dict[str, list[float]] = {}
-                for name, seconds in itertools.chain(((r.case.target, r.duration_s) for r in results),
-                                                     ((p.target, p.duration_s) for p in stored)):
-                    finished.setdefault(name, []).append(seconds)
-                for name, times in finished.items():
+                finished: dict[str, list[float]] = {}  # target -> [cases, seconds]
+                for name, cases, seconds in itertools.chain(((r.case.target, 1, r.duration_s) for r in results),
+                                                            ((p.target, p.cases, p.duration_s) for p in stored)):
+                    tally = finished.setdefault(name, [0, 0.0])
+                    tally[0] += cases
+                    tally[1] += seconds
+                for name, (cases, seconds) in finished.items():
                     if name in by_name:
-                        by_name[name].account(len(times), sum(times))
+                        by_name[name].account(cases, seconds)
                 if stored and store:
                     store[1](stored)
                 if results:

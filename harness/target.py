@@ -81,6 +81,9 @@ class Target:
     # the work one worker call aims at: longer amortises a launch and a transaction, shorter keeps a deadline, Ctrl-C
     # and the bisection of a crashed batch cheap
     batch_seconds: ClassVar[float] = 0.1
+    # generate returns only what JSON reads back as (dicts of str keys, lists, str, int, bool, None): its params are
+    # taken as they are, without the check and JSON round trip every case otherwise gets (a test checks the claim)
+    plain_params: ClassVar[bool] = False
 
     def warm_up(self) -> None:
         """What every worker would otherwise do before its first case (caches, contexts), done once in the fork server

@@ -149,13 +149,13 @@ class TiledBox:
             out.append(f"element strides {self.element_strides} must be 1..8")
         if self.element_bytes not in (1, 2, 4, 8, 16):
             out.append(f"element size {self.element_bytes} bytes is not 1, 2, 4, 8 or 16")
-        if (self.inner_bytes % 16) != 0:
-            out.append(f"inner box dimension is {self.inner_bytes} bytes, not a multiple of 16")
-        span = self.swizzle.spec.span
-        if span and self.inner_bytes > span:
-            out.append(f"inner box dimension {self.inner_bytes} bytes exceeds the {span}-byte swizzle span")
-        if self.dst % self.swizzle.spec.alignment:
-            out.append(f"dstMem {self.dst:#x} is not {self.swizzle.spec.alignment}-byte aligned")
+        inner, spec = self.inner_bytes, self.swizzle.spec  # once: every box a campaign makes is checked here
+        if (inner % 16) != 0:
+            out.append(f"inner box dimension is {inner} bytes, not a multiple of 16")
+        if spec.span and inner > spec.span:
+            out.append(f"inner box dimension {inner} bytes exceeds the {spec.span}-byte swizzle span")
+        if self.dst % spec.alignment:
+            out.append(f"dstMem {self.dst:#x} is not {spec.alignment}-byte aligned")
         return out
 
     def _interleaved_problems(self) -> list[str]:

@@ -173,8 +173,10 @@ class CanonicalLayout:
     base_offset: int = 0  # the descriptor's base-offset field (bits 51-49)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "major", Major(self.major))
-        object.__setattr__(self, "swizzle", SwizzleMode(self.swizzle))
+        if type(self.major) is not Major:  # a generator makes five of these a case: no conversion where none is due
+            object.__setattr__(self, "major", Major(self.major))
+        if type(self.swizzle) is not SwizzleMode:
+            object.__setattr__(self, "swizzle", SwizzleMode(self.swizzle))
         element_units(self.elem_bits)
         if self.m < 1 or self.k < 1:
             raise LayoutError(f"repeat counts m={self.m}, k={self.k} must be >= 1")

@@ -191,6 +191,18 @@ class CoreProbe(ValueTarget):
         return case.params["value"] if resource.getrlimit(resource.RLIMIT_CORE)[0] == 0 else -1
 
 
+class FrozenProbe(ValueTarget):
+    """Passes only where its worker starts with the fork server's objects frozen (``gc.freeze``): a worker's collections
+    then leave the imported libraries alone."""
+
+    name = "test.frozen"
+
+    def observed(self, case):
+        import gc
+
+        return case.params["value"] if gc.get_freeze_count() > 10_000 else -1
+
+
 READ_PAST = r"""
 extern "C" __global__ void read_past(int* out, int n, int extra) {
   for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = 3 * i + 1;

@@ -113,3 +113,32 @@ def test_a_case_read_back_from_its_json_is_the_same_case_with_the_same_text():
     back = Case.from_json(text)
     assert back == case and back.to_json() == text and back.params == {"a": {"x": 1.5, "y": None}, "b": [1, 2]}
     assert text == '{"index":7,"params":{"a":{"x":1.5,"y":null},"b":[1,2]},"seed":3,"target":"t"}'
+
+
+def test_the_random_source_draws_as_random_randrange_does():
+    # RandomSource skips randrange's argument handling: draw for draw, it must still be Python's documented stream
+    import random
+
+    from layoutfuzz.generators.source import RandomSource
+
+    for seed in range(30):
+        ours, theirs = RandomSource(f"s/{seed}"), random.Random(f"s/{seed}")
+        for low, high in [(0, 0), (0, 1), (3, 3), (-5, 5), (0, 7), (0, 8), (1, 1 << 14), (0, (1 << 64) - 1), (10, 1000)] * 20:
+            assert ours.integer(low, high) == theirs.randrange(low, high + 1)
+        options = list(range(11))
+        assert [ours.choice(options) for _ in range(50)] == [options[theirs.randrange(len(options))] for _ in range(50)]
+    with pytest.raises(ValueError):
+        RandomSource("s").integer(3, 2)
+
+
+def test_targets_that_say_their_params_are_plain_generate_plain_params():
+    # plain_params skips the JSON round trip of every case: the claim must hold for what each such target draws
+    from layoutfuzz.harness.runner import _plain
+
+    claimed = [name for name in registry.available_specs() if registry.load(name).plain_params]
+    assert {"tma.swizzle", "wgmma.descriptor"} <= set(claimed)
+    for name in claimed:
+        target = registry.load(name)
+        for i in range(300):
+            params = target.generate(source_for(target.case_model or target.name, 0, i))
+            assert _plain(params), (name, i, params)

@@ -195,14 +195,13 @@ def test_batch_methods_give_each_case_the_outcome_of_its_own_call(monkeypatch):
     assert {c.params["dtype"] for c in cases} == set(DTYPES)  # every element type in one batch
 
 
-def test_a_long_source_is_compiled_once_per_machine(tmp_path, monkeypatch):
+def test_a_source_is_compiled_once_per_machine(tmp_path, monkeypatch):
     pytest.importorskip("cuda.core", reason="needs cuda.core (the [cuda] or [gpu] extra; CI installs it)")
     import cuda.core
 
     from layoutfuzz.gpu import device
 
     monkeypatch.setenv("LAYOUTFUZZ_CACHE", str(tmp_path))
-    monkeypatch.setattr(device, "CACHED_SOURCE_BYTES", 10)  # every source counts as long
     source = 'extern "C" __global__ void probe(int* p) { p[threadIdx.x] = threadIdx.x; }\n'
     try:
         first = device.compile_source.__wrapped__(source, "probe.cu")
@@ -215,3 +214,6 @@ def test_a_long_source_is_compiled_once_per_machine(tmp_path, monkeypatch):
     other = source.replace("threadIdx.x;", "threadIdx.x + 1;", 1)
     with pytest.raises(TypeError):  # another source is another key: compiled, not read (and here there is no NVRTC)
         device.compile_source.__wrapped__(other, "probe.cu")
+    monkeypatch.setenv("LAYOUTFUZZ_CACHE", str(tmp_path / "cubins" / cubin.name))  # a file: no cache folder there
+    with pytest.raises(TypeError):  # then it compiles, as it must
+        device.compile_source.__wrapped__(source, "probe.cu")

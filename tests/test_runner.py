@@ -218,6 +218,12 @@ def test_targets_warm_up_once_in_the_fork_server(tmp_path):
     assert "4 cases in" in done.stderr and ": 4 pass" in done.stderr, done.stdout + done.stderr
 
 
+def test_workers_start_with_the_fork_servers_objects_frozen(tmp_path):
+    # a worker's garbage collections skip the libraries the server imported (tens of thousands of objects, more with
+    # torch): at thousands of cases a second, walking them again and again is time taken from the cases
+    assert _campaign(tmp_path, "FrozenProbe", 4, 2, "SELECT outcome, count(*) FROM outcomes GROUP BY outcome") == {"pass": 4}
+
+
 def test_a_crash_is_named_by_its_fatal_error_printed_before_a_long_dump():
     from layoutfuzz.harness.signatures import root_cause
     from tests.crashy_target import LlvmFatalTarget

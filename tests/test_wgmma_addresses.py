@@ -44,3 +44,20 @@ def test_an_operand_reads_each_element_from_its_own_address():
 def test_highest_address_is_the_largest_address_the_one_layout_oracle_reads():
     # the generator and validate keep a case inside the probe's window by it: it must be the exact maximum
     assert [highest_address(layout) for layout in LAYOUTS] == [max(max(row) for row in layout.addresses()) for layout in LAYOUTS]
+
+
+def test_highest_address_over_strides_starts_and_base_offsets():
+    # exact over a whole grid, not only what the generator draws: zero and equal strides (chunks that coincide),
+    # strides that are not powers of two, starts in every 16-byte chunk of a swizzle line, and starts that are not
+    # 16-byte aligned (read element by element); each against the largest of every address the layout reads
+    checked = 0
+    for major, mode, bits in itertools.product(Major, SwizzleMode, (8, 16, 32)):
+        for m, k, lbo, sbo in itertools.product((1, 3, 4), (1, 2), (0, 16, 48, 1024), (0, 32, 1040, 4096)):
+            for start, base_offset in ((0, 0), (16, 5), (112, 0), (1024 + 128 * 3 + 16 * 7, 2), (8, 7), (2000 + 4, 1)):
+                if start % (bits // 8):
+                    continue
+                layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, start, base_offset)
+                want = int(canonical_addresses([layout])[0].max())
+                assert highest_address.__wrapped__(layout) == want, layout
+                checked += 1
+    assert checked > 5000
