@@ -46,11 +46,19 @@ def hashed_bytes(size: int) -> np.ndarray:
     """``size`` bytes, each a hash of its offset: every tensor's data is the start of the same sequence, so
     one buffer of the largest serves a batch of tensor maps (read-only: a view of the sequence made so far)."""
     global _HASHED
-    if size > _HASHED.size:
-        index = np.arange(max(size, 2 * _HASHED.size, 1 << 20), dtype=np.uint64)  # grown by doubling: made once a campaign
-        _HASHED = ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8)
+    if size > _HASHED.size:  # grown by doubling, as a repeat of one period: a box's tensor may span 64 MiB
+        _HASHED = np.resize(_hash_period(), max(size, 2 * _HASHED.size, HASH_PERIOD))
         _HASHED.flags.writeable = False
     return _HASHED[:size]
+
+
+HASH_PERIOD = 1 << 21  # byte i is bits 13-20 of i * 0x9E3779B1, which depend on i mod 2^21 alone (the factor is odd)
+
+
+@cache
+def _hash_period() -> np.ndarray:
+    index = np.arange(HASH_PERIOD, dtype=np.uint64)
+    return ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8)
 
 
 _HASHED = np.empty(0, np.uint8)

@@ -69,3 +69,18 @@ def test_the_comparison_finds_each_planted_fault_and_nothing_else(fault):
     else:
         view[mine[2]] = np.uint64(int.from_bytes(bytes([FILL]) * 8, "little"))
     assert np.flatnonzero(window_mismatches(placed, words, windows, FILL)).tolist() == [victim]
+
+
+def test_the_source_data_is_each_bytes_hash_of_its_offset_past_the_period():
+    # hashed_bytes repeats one 2 MiB period (bits 13-20 of i * 0x9E3779B1 depend on i mod 2^21): byte for byte
+    # the definition, across the period's ends and after growing
+    import numpy as np
+
+    from layoutfuzz.gpu import tma
+
+    size = 5 * tma.HASH_PERIOD + 12345
+    index = np.arange(size, dtype=np.uint64)
+    want = ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8)
+    small = tma.hashed_bytes(1000).copy()
+    assert np.array_equal(tma.hashed_bytes(size), want)
+    assert np.array_equal(small, want[:1000]) and np.array_equal(tma.hashed_bytes(1000), want[:1000])
