@@ -70,7 +70,6 @@ def compute_capability() -> tuple[int, int]:
 
 
 @cache
-@cache
 def libcuda():
     """The CUDA driver library through ctypes (for the calls the bindings make dearer or refuse)."""
     import ctypes

@@ -233,3 +233,19 @@ def test_a_crash_is_named_by_its_fatal_error_printed_before_a_long_dump():
               timeout_s=30)
     assert [r.outcome for r in results] == [Outcome.CRASH] * 2
     assert all(root_cause(r).startswith("SIGABRT: LLVM ERROR: Invalid basis") for r in results), root_cause(results[0])
+
+
+def test_a_profiled_campaign_leaves_each_workers_totals(tmp_path):
+    # LAYOUTFUZZ_PROFILE: where the workers' time went, as the throughput work reads it (harness.profiling)
+    from layoutfuzz.harness.profiling import main as show
+
+    folder = tmp_path / "profiles"
+    done = layoutfuzz("run", "--target", "tests.faulty_target:CoreProbe", "--cases", "40", "--jobs", "2", "-q",
+                      "--out", "out", cwd=tmp_path, env={"LAYOUTFUZZ_PROFILE": str(folder)})
+    assert done.returncode in (0, 1), done.stderr
+    assert list(folder.glob("worker-*.prof"))
+    assert show([str(folder), "5"]) == 0 and show([str(tmp_path / "none")]) == 2
+    unprofiled = layoutfuzz("run", "--target", "tests.faulty_target:CoreProbe", "--cases", "4", "--jobs", "1", "-q",
+                            "--out", "out2", cwd=tmp_path)
+    profiles = sorted(folder.glob("worker-*.prof"))
+    assert unprofiled.returncode in (0, 1) and sorted(folder.glob("worker-*.prof")) == profiles  # off unless asked for
