@@ -4,7 +4,7 @@ side by side on every CPU core, launch through cuda.core in microseconds, and ne
 Cases whose parameters are the same share one kernel with different data (each case's data follows its index).
 
 The cache is a folder of prebuilt kernels (``gpu.prebuilt``) that fills itself: ``$LAYOUTFUZZ_CACHE/kernels/
-triton-VERSION/BUILD``, where BUILD hashes the Triton build and the probes' source, so a rebuilt Triton or an
+triton-VERSION/BUILD``, where BUILD hashes the Triton build and the probes' source (Gluon's and the written TTGIR's), so a rebuilt Triton or an
 edited probe never finds a stale kernel."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import tempfile
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,9 +36,10 @@ def _build() -> str:
     """This Triton build and these probes, hashed."""
     from triton.runtime.cache import triton_key
 
-    from layoutfuzz.gpu import gluon_probes
+    from layoutfuzz.gpu import direct_ttgir, gluon_probes
 
-    return hashlib.sha256(triton_key().encode() + Path(gluon_probes.__file__).read_bytes()).hexdigest()[:16]
+    probes = b"".join(Path(module.__file__).read_bytes() for module in (gluon_probes, direct_ttgir))
+    return hashlib.sha256(triton_key().encode() + probes).hexdigest()[:16]
 
 
 def kernels_root() -> Path:
@@ -58,6 +61,33 @@ def through_jit() -> bool:
     return os.environ.get(JIT, "") not in ("", "0")
 
 
+SCRATCH_ROOTS = ("/dev/shm",)  # memory-backed folders for Triton's scratch cache, where one has SCRATCH_ROOM free
+SCRATCH_ROOM = 1 << 30
+
+
+def _scratch_root() -> str | None:
+    """A memory-backed folder with room for a compile's files, else None (the system's temporary folder)."""
+    for root in SCRATCH_ROOTS:
+        try:
+            usage = os.statvfs(root)
+        except OSError:
+            continue
+        if os.access(root, os.W_OK) and usage.f_bavail * usage.f_frsize >= SCRATCH_ROOM:
+            return root
+    return None
+
+
+@contextlib.contextmanager
+def scratch_triton_cache() -> Iterator[None]:
+    """Triton's own on-disk cache pointed, for one compile, at a folder removed after it: the kernel cache files the
+    kernel, and Triton's copy of every stage of every distinct kernel (never pruned) would fill the disk in a night."""
+    import triton
+
+    with tempfile.TemporaryDirectory(prefix="layoutfuzz-triton-", dir=_scratch_root()) as folder, triton.knobs.cache.scope():
+        triton.knobs.cache.dir = folder
+        yield
+
+
 def cached_kernel(target: GluonKernelTarget, case: Case, variant: str = "") -> CompiledKernel:
     """Case ``case``'s kernel in lowering ``variant``: from the cache folder, else compiled by this process's
     Triton and filed (a compiler's refusal is filed too: it is the answer)."""
@@ -68,9 +98,10 @@ def cached_kernel(target: GluonKernelTarget, case: Case, variant: str = "") -> C
     try:
         kernel = CompiledKernel.from_json(path.read_text())
     except (OSError, ValueError, TypeError, KeyError):  # absent, or not a kernel file (a damaged disk): compile
-        kernel = target.compile(case, variant)
+        with scratch_triton_cache():
+            kernel = target.compile(case, variant)
         with contextlib.suppress(OSError):  # a cache that cannot be written (read-only, full) only costs compiles
-            write_atomically(path, kernel.to_json())
+            write_atomically(path, kernel.to_json(), durable=False)  # a kernel lost to a power cut is compiled again
         _written += 1
         if _written % PRUNE_EVERY == 0:
             prune(kernels_root(), MAX_BYTES)

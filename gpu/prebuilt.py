@@ -46,7 +46,7 @@ class CompiledKernel:
 
     def to_json(self) -> str:
         data = asdict(self)
-        data["cubin"] = base64.b64encode(zlib.compress(self.cubin, 9)).decode()
+        data["cubin"] = base64.b64encode(zlib.compress(self.cubin, 6)).decode()  # 9 takes 3x the time for 1% less
         return json.dumps(data, sort_keys=True)
 
     @classmethod

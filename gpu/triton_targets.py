@@ -16,6 +16,7 @@ from layoutfuzz.generators.shrink import drop_basis, joint_out_dim_halvings, rep
 from layoutfuzz.generators.source import Source, permutation
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.validity import check_layout_kind, check_shape, power_of_two
+from layoutfuzz.gpu.direct_ttgir import DirectTtgir, compile_ttgir, convert_probe_ttgir
 from layoutfuzz.gpu.guards import guarded_input, guarded_output
 from layoutfuzz.gpu.kernel_cache import cached_kernel, through_jit
 from layoutfuzz.gpu.prebuilt import CompiledKernel, active_folder, folder_version, from_triton, kernel_path
@@ -73,6 +74,18 @@ class GluonKernelTarget(GpuTarget):
     prebuilt: ClassVar[bool] = False  # whether its kernels can be compiled ahead and run without Triton (kernel_spec)
     variants: ClassVar[tuple[str, ...]] = ("",)  # the lowerings each case runs in ('' is Triton's own)
 
+    def warm_up(self) -> None:
+        """Triton's compiler and the probes imported, and this Triton build hashed for the kernel cache (about half a
+        second of each worker's first compile): no thread, no CUDA."""
+        try:
+            import triton.compiler.compiler  # noqa: F401
+
+            from layoutfuzz.gpu import gluon_probes  # noqa: F401
+            from layoutfuzz.gpu.kernel_cache import cache_folder
+        except ImportError:
+            return
+        cache_folder()
+
     def availability(self) -> Availability:
         folder = active_folder()
         if folder is None:
@@ -101,16 +114,27 @@ class GluonKernelTarget(GpuTarget):
         from layoutfuzz.harness.triton_compat.lowering import recompile
 
         spec = self.kernel_spec(case)
+        written = self.direct_ttgir(case)
+        first = _written_compile(spec, written)  # outside the capture: a failed attempt's diagnostics are not the answer
         diagnostics: list[str] = []
         try:
             with stderr_text() as diagnostics:
-                compiled = compile_for_sm90(spec.kernel, spec.signature, spec.constexprs, spec.num_warps, spec.num_ctas)
+                compiled = first
+                if compiled is None:  # through Gluon's frontend (checking the written TTGIR where there is one)
+                    compiled = compile_for_sm90(spec.kernel, spec.signature, spec.constexprs, spec.num_warps, spec.num_ctas)
+                    if written is not None:
+                        _DIRECT.check(spec.kernel.__name__, written, compiled.asm["ttgir"])
                 if variant:
                     compiled = recompile(compiled, variant)
         except Exception as exc:
             return CompiledKernel(getattr(spec.kernel, "__name__", "?"), triton.__version__,
                                   rejected=compile_error(exc, "".join(diagnostics)))
         return from_triton(compiled)
+
+    def direct_ttgir(self, case: Case) -> str | None:
+        """The case's kernel as TTGIR written without Gluon's frontend (``gpu.direct_ttgir``), where this target has
+        such a writer; None compiles through Gluon."""
+        return None
 
     def execute(self, case: Case, *buffers: Any, variant: str = "") -> None:
         """Runs the case's kernel once on ``buffers`` (its pointer arguments), in Triton's own lowering or the
@@ -173,6 +197,21 @@ class GluonKernelTarget(GpuTarget):
 
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
         return super().compare(case, expected, observed)
+
+
+_DIRECT = DirectTtgir()  # this process's trust in each probe's written TTGIR
+
+
+def _written_compile(spec: KernelSpec, written: str | None) -> Any:
+    """The kernel compiled from its written TTGIR where that is trusted for its probe (``gpu.direct_ttgir``);
+    None where it goes through Gluon: no written TTGIR, not yet or no longer trusted, a check due, or a compile
+    that failed (Gluon's own compile then gives the error, with its source locations)."""
+    if written is None or not _DIRECT.wanted(spec.kernel.__name__):
+        return None
+    try:
+        return compile_ttgir(written, spec.kernel.__name__, spec.num_warps, spec.num_ctas)
+    except Exception:
+        return None
 
 
 def compile_for_sm90(kernel: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], num_warps: int,
@@ -330,6 +369,11 @@ class TritonConvertLayout(GluonKernelTarget):
         dst, tid_a, tid_b = (g.tensor for g in outputs)
         return {"data_mismatches": int((dst != src.tensor).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
 
+    def direct_ttgir(self, case: Case) -> str | None:
+        p = case.params
+        return convert_probe_ttgir(list(p["shape"]), p["elem_bits"], LinearLayout.from_dict(p["a"]),
+                                   LinearLayout.from_dict(p["b"]), p["num_warps"], p.get("num_ctas", 1))
+
     def kernel_spec(self, case: Case) -> KernelSpec:
         from layoutfuzz.gpu.gluon_probes import CONVERT_PROBES
 
@@ -414,6 +458,14 @@ class TritonSharedMemory(GluonKernelTarget):
                       "S": shared, "F": ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0]), "S0": s0, "S1": s1}
         pointer = POINTERS[p["elem_bits"]]
         return KernelSpec(shared_probe_2d, {"src": pointer, "dst": pointer, "raw": pointer}, constexprs, p["num_warps"])
+
+    def direct_ttgir(self, case: Case) -> str | None:
+        from layoutfuzz.gpu.direct_ttgir import shared_attr, shared_probe_ttgir
+
+        p = case.params
+        spec = self.kernel_spec(case)
+        return shared_probe_ttgir(list(p["shape"]), p["elem_bits"], LinearLayout.from_dict(p["a"]), LinearLayout.from_dict(p["b"]),
+                                  shared_attr(spec.constexprs["S"]), p["num_warps"])
 
     def run(self, case: Case) -> Any:
         import torch

@@ -81,8 +81,19 @@ def _is_nan(value: Any) -> bool:
     return isinstance(value, (float, np.floating)) and bool(np.isnan(value))
 
 
+def _plainly_equal(expected: Any, observed: Any) -> bool:
+    """Python's own ``==`` said yes (in C, thousands of times faster than the walk over a long list): then the walk
+    finds nothing, since it calls values equal where ``==`` does and NaN where ``==`` cannot. Arrays inside say no."""
+    try:
+        return bool(expected == observed) and type(expected) is type(observed)
+    except (ValueError, TypeError):  # an array's elementwise answer has no single truth
+        return False
+
+
 def compare_values(expected: Any, observed: Any) -> Comparison:
     """Exact, structural comparison of dicts, lists, scalars and NumPy arrays."""
+    if _plainly_equal(expected, observed):
+        return Comparison(ok=True)
     out: list[str] = []
     count = [0]
     kinds: set[str] = set()

@@ -30,6 +30,7 @@ class Job:
 
 def _compile(spec: str, case: dict, folder: str) -> str:
     """In a worker: compile one case's kernel (unless filed already) and file it."""
+    from layoutfuzz.gpu.kernel_cache import scratch_triton_cache
     from layoutfuzz.gpu.triton_targets import variant_params
     from layoutfuzz.harness.triton_compat.lowering import supports
 
@@ -44,7 +45,8 @@ def _compile(spec: str, case: dict, folder: str) -> str:
         if path.exists():
             states.append("cached")
             continue
-        kernel = target.compile(case, variant)
+        with scratch_triton_cache():  # the folder keeps the kernel; Triton's own copy would only fill the disk
+            kernel = target.compile(case, variant)
         write_atomically(path, kernel.to_json())
         states.append("rejected" if kernel.rejected else "compiled")
     return min(states, key=["rejected", "compiled", "cached"].index) if states else "unsupported"

@@ -58,8 +58,9 @@ class StoreError(Exception):
     """The output directory does not hold a usable store."""
 
 
-def write_atomically(path: Path, text: str | bytes) -> None:
-    """Writes ``text`` (or bytes) to ``path`` so that readers see the old file or the new, never a part."""
+def write_atomically(path: Path, text: str | bytes, durable: bool = True) -> None:
+    """Writes ``text`` (or bytes) to ``path`` so that readers see the old file or the new, never a part; ``durable``
+    also flushes it to disk before it takes the name (a cache, whose lost file costs only its recomputation, need not)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -67,7 +68,8 @@ def write_atomically(path: Path, text: str | bytes) -> None:
         with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from layoutfuzz.generators.case import Case
@@ -82,9 +84,30 @@ def test_a_cache_that_cannot_be_written_still_gives_the_kernel(cache, monkeypatc
     from layoutfuzz.gpu import kernel_cache
     from layoutfuzz.gpu.triton_targets import TritonConvertLayout
 
-    def full(*_):
+    def full(*_, **__):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(kernel_cache, "write_atomically", full)  # a full disk (or a read-only cache)
     target = TritonConvertLayout()
     assert kernel_cache.cached_kernel(target, make_case(target, 5, 3)).cubin[:4] == b"\x7fELF"
+
+
+def test_a_compile_into_the_kernel_cache_leaves_nothing_in_tritons_own_cache(cache, tmp_path, monkeypatch):
+    # Triton's copy of every stage of every distinct kernel, never pruned, filled the disk in a long campaign
+    import triton
+
+    from layoutfuzz.gpu import kernel_cache
+    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+
+    triton_dir = tmp_path / "triton-own"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(triton_dir))
+    seen = []
+    compile_ = TritonConvertLayout.compile
+    monkeypatch.setattr(TritonConvertLayout, "compile", lambda self, case, variant="": seen.append(triton.knobs.cache.dir)
+                        or compile_(self, case, variant))
+    target = TritonConvertLayout()
+    kernel = kernel_cache.cached_kernel(target, make_case(target, 5, 7))
+    assert kernel.cubin[:4] == b"\x7fELF"
+    assert len(seen) == 1 and seen[0] != str(triton_dir) and "layoutfuzz-triton-" in seen[0]
+    assert not triton_dir.exists() or not any(triton_dir.iterdir())
+    assert not Path(seen[0]).exists() and triton.knobs.cache.dir == str(triton_dir)

@@ -186,3 +186,38 @@ def test_findings_and_metrics_are_read_through_partial_indexes_not_a_scan_of_eve
     assert sorted(problems["idx"]) == [3, 13, 23, 33, 43, 53, 63, 73, 83, 93] and list(metrics["target"]) == ["t"]
     plans = [" ".join(str(step[3]) for step in store.db.execute("EXPLAIN QUERY PLAN " + sql)) for sql in traced]
     assert any("outcomes_problems" in plan for plan in plans) and any("outcomes_metrics" in plan for plan in plans), plans
+
+
+def test_pythons_equality_shortcut_gives_the_walks_verdict_on_every_kind_of_value(monkeypatch):
+    # issue 16: the walk took 6 ms a case over the holders of triton.convert_layout; `==` answers first where it can
+    import numpy as np
+
+    from layoutfuzz.harness import compare
+
+    nan = float("nan")
+    pairs = [({"a": [1, 2, 3], "b": {"c": 4}}, {"a": [1, 2, 3], "b": {"c": 4}}), ({"a": [1, 2]}, {"a": [1, 3]}),
+             ([nan], [nan]), ([float("nan")], [float("nan")]), (1, True), (1, 1.0), ((1, 2), [1, 2]), ([1, 2], (1, 2)),
+             ({"x": np.array([1, 2])}, {"x": np.array([1, 2])}), ({"x": np.array([1, 2])}, {"x": np.array([1, 3])}),
+             (np.array([1.0, nan]), np.array([1.0, nan])), ({"k": 1}, {"k": 1, "extra": 2}), ("ab", "ab"), ("ab", "ba"),
+             (list(range(4096)), list(range(4096))), (list(range(4096)), list(range(4095)) + [0])]
+    with_shortcut = [compare.compare_values(e, o) for e, o in pairs]
+    monkeypatch.setattr(compare, "_plainly_equal", lambda expected, observed: False)
+    walked = [compare.compare_values(e, o) for e, o in pairs]
+    assert with_shortcut == walked
+    assert [v.ok for v in walked] == [True, False, True, True, True, True, True, True, True, False, True, False, True, False,
+                                      True, False]
+
+
+def test_a_cache_file_is_written_atomically_without_waiting_for_the_disk(tmp_path, monkeypatch):
+    import os
+
+    from layoutfuzz.reports.store import write_atomically
+
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    write_atomically(tmp_path / "report.json", "kept")
+    write_atomically(tmp_path / "kernel.json", "cached", durable=False)
+    assert len(synced) == 1
+    assert (tmp_path / "report.json").read_text() == "kept" and (tmp_path / "kernel.json").read_text() == "cached"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
