@@ -142,9 +142,9 @@ def shared_attr(shared: Any) -> str:
 def _module(name: str, arguments: list[tuple[str, str]], aliases: str, body: _Body, num_warps: int, num_ctas: int) -> str:
     """The module around one public kernel ``name`` of pointer ``arguments`` (name, element type), as Gluon leaves it."""
     listed = ", ".join(f"%{arg}: !tt.ptr<{kind}> {{tt.divisibility = 16 : i32}}" for arg, kind in arguments)
-    return (aliases
-            + f'module attributes {{"ttg.num-ctas" = {num_ctas} : i32, "ttg.num-warps" = {num_warps} : i32, '
-            + 'ttg.target = "cuda:90", "ttg.threads-per-warp" = 32 : i32} {\n'
+    from layoutfuzz.harness.triton_compat.ttgir import module_attributes
+
+    return (aliases + f"module attributes {module_attributes(num_ctas, num_warps)} {{\n"
             + f"  tt.func public @{name}({listed}) attributes {{noinline = false}} {{\n"
             + "\n".join(body.lines) + "\n    tt.return\n  }\n}\n")
 

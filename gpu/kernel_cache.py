@@ -37,8 +37,9 @@ def _build() -> str:
     from triton.runtime.cache import triton_key
 
     from layoutfuzz.gpu import direct_ttgir, gluon_probes
+    from layoutfuzz.harness.triton_compat import ttgir
 
-    probes = b"".join(Path(module.__file__).read_bytes() for module in (gluon_probes, direct_ttgir))
+    probes = b"".join(Path(module.__file__).read_bytes() for module in (gluon_probes, direct_ttgir, ttgir))
     return hashlib.sha256(triton_key().encode() + probes).hexdigest()[:16]
 
 

@@ -5,6 +5,8 @@ per concern, so that a target asks "how do I do X on this Triton" and never chec
 - ``layouts``: what ``to_linear_layout`` returns (a distributed or a shared linear layout) and the
   register broadcasts 3.9 drops.
 - ``gluon_ops``: Gluon functions renamed between releases (TMA copies, memdesc reinterpret).
+- ``lowering``: second lowerings of one operation (3.9's forced warp shuffle).
+- ``ttgir``: what the TTGIR layoutfuzz writes itself must say on each release (module attributes).
 """
 
 from __future__ import annotations
