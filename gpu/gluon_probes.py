@@ -4,6 +4,7 @@
 (its thread in the cluster) in A, ``convert_layout`` to B, store the data and each element's holder in B.
 ``shared_probe_2d``: a shared-memory round trip with a flat dump of the raw placement.
 ``tma_probe``: a TMA load (flat dump of what arrived) and a TMA store of known bytes.
+``tma_cluster_probe``: a TMA load over a cluster of CTAs into a subview of a multi-buffer, read back in registers.
 ``wgmma_probe``: one ``warpgroup_mma`` over operands in chosen layouts and types.
 """
 
@@ -118,6 +119,22 @@ def tma_probe(in_desc, out_desc, raw, fill, COORD: ttgl.constexpr, N: ttgl.const
     fence_async_shared()
     tma_store(out_desc, COORD, out)
     tma.store_wait(0)
+
+
+@gluon.jit
+def tma_cluster_probe(in_desc, out, BUFFERS: ttgl.constexpr, SLOT: ttgl.constexpr, COORD: ttgl.constexpr,
+                      L: ttgl.constexpr, BAR: ttgl.constexpr, BYTES: ttgl.constexpr, S0: ttgl.constexpr, S1: ttgl.constexpr):
+    """Over a cluster (``num_ctas``): TMA-load the block at ``COORD`` into buffer ``SLOT`` of ``BUFFERS`` (a subview of
+    one allocation, the descriptor's CTA-split NVMMA layout), each CTA its part (``BYTES`` on its own barrier); read
+    the subview in ``L`` (the same CTA split) and store it to ``out``, row-major."""
+    smem = ttgl.allocate_shared_memory(in_desc.dtype, [BUFFERS, S0, S1], in_desc.layout)
+    bar = ttgl.allocate_shared_memory(ttgl.int64, [1], BAR)
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, BYTES)
+    tma_load(in_desc, COORD, bar, smem.index(SLOT))
+    mbarrier.wait(bar, phase=0)
+    mbarrier.invalidate(bar)
+    ttgl.store(out + _offsets_2d(L, S0, S1), smem.index(SLOT).load(L))
 
 
 @gluon.jit

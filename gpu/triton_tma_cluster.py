@@ -1,0 +1,258 @@
+"""``triton.tma_cluster``: Gluon TMA loads over a cluster of 2 or 4 CTAs (``num_ctas``) into a subview of a
+multi-buffered allocation, the class of kernels Triton lowered wrongly before 3.9.0 (TMA into shared-memory subviews
+targeting the wrong CTA: triton-lang/triton#11064 and #11136).
+
+The descriptor's NVMMA layout splits the block between the CTAs (``cga_layout``: each CTA base moves one CTA tile
+along the rows or the columns, or is zero: CTAs that hold the same part, each loading it). Each CTA loads its part on
+its own barrier into buffer ``slot`` of ``buffers`` and reads it back in a blocked layout of the same split; the block
+is stored row-major. The oracle is the tiled load of PTX 9.7.9.25.5.2 (``cp.async.bulk.tensor``): each element of the
+block is the tensor's at ``coord`` plus its index, and zero outside the tensor (Triton's ``padding="zero"``); and
+each CTA's box is its part of the block, as wide as the swizzle span (``oracles.tma.block_boxes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.shrink import replaced
+from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.space import Space
+from layoutfuzz.gpu.triton_targets import GluonKernelTarget
+from layoutfuzz.harness.compare import Comparison
+from layoutfuzz.oracles.tma import block_boxes
+
+INT_TYPES = {8: "int8", 16: "int16", 32: "int32"}
+MAX_CTA_BYTES = 16 * 1024  # a CTA's part of the block (its box rows times its row)
+SPLITS = ("rows", "columns", "copies")  # what one CTA base does: split the rows, split the columns, or none (copies)
+
+
+def cta_part(p: Mapping[str, Any]) -> list[int]:
+    """One CTA's part of the block: the block's rows and columns divided by the CTA bases that split them."""
+    rows, columns = p["block"]
+    return [rows >> p["splits"].count("rows"), columns >> p["splits"].count("columns")]
+
+
+def cga_bases(splits: list[str]) -> list[list[int]]:
+    """Gluon's ``cga_layout`` of the split: CTA bit k moves one CTA tile along the rows or the columns (the next
+    power of two of its dim), or nowhere."""
+    bases, moved = [], {"rows": 0, "columns": 0}
+    for split in splits:
+        if split == "copies":
+            bases.append([0, 0])
+            continue
+        step = 1 << moved[split]
+        moved[split] += 1
+        bases.append([step, 0] if split == "rows" else [0, step])
+    return bases
+
+
+def copies_below_a_split(p: Mapping[str, Any]) -> bool:
+    """Whether a zero CTA base (CTAs holding the same part) comes before one that splits the block: Triton 3.6.0 takes
+    a CTA's part from the low bits of its rank all the same (docs/findings.md)."""
+    splits = p["splits"]
+    return "copies" in splits and any(s != "copies" for s in splits[splits.index("copies") + 1:])
+
+
+def slot_misaligned(p: Mapping[str, Any]) -> bool:
+    """Whether the loaded buffer starts off a 128-byte boundary of its allocation: Triton packs the buffers at a CTA
+    part's size, and a TMA there faults (``misaligned address``; docs/findings.md)."""
+    rows, columns = cta_part(p)
+    return p["slot"] * rows * columns * p["elem_bits"] // 8 % 128 != 0
+
+
+def unwritten(element_bytes: int) -> int:
+    """What the output holds before the kernel: bytes 0x5A, as a signed element (never a value the oracle expects
+    only by luck: the data is random, and elements past the tensor are zero)."""
+    return int.from_bytes(b"\x5a" * element_bytes, "little", signed=True)
+
+
+def block_values(case: Case) -> np.ndarray:
+    """The tensor's elements (its padded rows), drawn from the case's seed and index."""
+    p = case.params
+    rows, columns = p["global_shape"][0], p["global_shape"][1] + p["row_pad"]
+    info = np.iinfo(f"int{p['elem_bits']}")
+    return np.random.default_rng([case.seed, case.index]).integers(info.min, info.max, (rows, columns), dtype=f"int{p['elem_bits']}",
+                                                                   endpoint=True)
+
+
+def probe_arguments(p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The descriptor's CTA-split NVMMA layout and ``tma_cluster_probe``'s constexprs for a case (needs Triton): the
+    registers read the block in a blocked layout of the same split (a CTA reads only its own shared memory: Triton
+    3.6.0 fails to legalize a local_load from another CTA's)."""
+    from triton.experimental.gluon import language as ttgl
+    from triton.experimental.gluon.language.nvidia.hopper import mbarrier
+
+    e = p["elem_bits"] // 8
+    bases = cga_bases(p["splits"])
+    rows, columns = cta_part(p)
+    vector = min(columns, 16 // e)
+    lanes = min(32, columns // vector)
+    registers = ttgl.BlockedLayout([1, vector], [32 // lanes, lanes], [p["num_warps"], 1], [1, 0], cga_layout=bases)
+    constexprs = {"BUFFERS": p["buffers"], "SLOT": p["slot"], "COORD": tuple(p["coord"]), "L": registers,
+                  # each CTA its own barrier (3.9.0 requires this layout; 3.6.0 takes it too)
+                  "BAR": mbarrier.MBarrierLayout(cga_layout=[[1 << k] for k in range(len(bases))]), "BYTES": rows * columns * e,
+                  "S0": p["block"][0], "S1": p["block"][1]}
+    return ttgl.NVMMASharedLayout(p["swizzle"], p["elem_bits"], 2, cga_layout=bases), constexprs
+
+
+class TritonTmaCluster(GluonKernelTarget):
+    name = "triton.tma_cluster"
+    layer = "Triton's TMA lowering over a cluster (CTA-split NVMMA layouts, shared-memory subviews)"
+    description = "Gluon TMA loads over a cluster of 2 or 4 CTAs into a subview of a multi-buffer, on the GPU, vs the tiled-load oracle"
+    requires = ("cuda device sm_90", "triton", "torch")
+
+    def parameter_space(self) -> Space:
+        from layoutfuzz.gpu.spaces import triton_tma_cluster_space
+
+        return triton_tma_cluster_space()
+
+    def generate(self, source: Source) -> dict[str, Any]:
+        """2 or 4 CTAs, each base splitting the rows (one in two), the columns or neither; a CTA's row at least the
+        swizzle span and 16 bytes (Triton aborts below it), its box at most 16 KiB; 1, 2 or 4 buffers."""
+        elem_bits = source.choice((8, 16, 32))
+        e = elem_bits // 8
+        swizzle = source.choice((0, 32, 64, 128))
+        splits = [source.choice(("rows", "rows", "columns", "copies")) for _ in range(source.integer(1, 2))]
+        least = max(16, swizzle) // e  # a CTA's row, in elements
+        while least << splits.count("columns") > 256:  # the block's row holds at most 256 elements
+            splits[splits.index("columns")] = "rows"
+        room = (256 // (least << splits.count("columns"))).bit_length() - 1
+        columns = least << source.integer(0, room)
+        low = 3 if swizzle else 0  # a swizzled box holds the 8-row atom
+        high = max(low, min((MAX_CTA_BYTES // (columns * e)).bit_length() - 1, 8 - splits.count("rows")))
+        rows = 1 << source.integer(low, high)
+        block = [rows << splits.count("rows"), columns << splits.count("columns")]
+        global_shape, coord = [], []
+        for d, b in enumerate(block):
+            n = max(1, b * source.integer(1, 3) + source.integer(-b // 2, b // 2))
+            global_shape.append(n)
+            hi = n - 1 if source.integer(0, 3) == 0 else max(0, n - b)  # a quarter of the blocks hang over the far edge
+            unit = 16 // e if d == 1 else 1  # the innermost coordinate is 16-byte aligned
+            coord.append(unit * source.integer(0, hi // unit))
+        row_pad = (16 // e) * source.integer(0, 2) + (-global_shape[1]) % (16 // e)  # row strides of 16-byte multiples
+        buffers = source.choice((1, 2, 4))
+        return {"elem_bits": elem_bits, "swizzle": swizzle, "splits": splits, "block": block, "global_shape": global_shape,
+                "coord": coord, "row_pad": row_pad, "buffers": buffers, "slot": source.integer(0, buffers - 1),
+                "num_warps": 1 << source.integer(0, 3)}
+
+    def validate(self, case: Case) -> None:
+        """The generator's rules: 1 or 2 CTA bases, rows and columns powers of two, a CTA's row of at least 16 bytes
+        and the swizzle span, at most 256 elements a row and 16 KiB a CTA's part, coordinates inside the tensor
+        (the innermost 16-byte aligned), row strides of 16-byte multiples, a slot among 1, 2 or 4 buffers, 1-8 warps."""
+        p = case.params
+        if p.get("elem_bits") not in INT_TYPES or p.get("swizzle") not in (0, 32, 64, 128):
+            raise ValueError("elem_bits must be 8/16/32 and swizzle 0/32/64/128")
+        splits = p.get("splits")
+        if not isinstance(splits, list) or not 1 <= len(splits) <= 2 or any(s not in SPLITS for s in splits):
+            raise ValueError(f"splits: 1 or 2 of {SPLITS} (2 or 4 CTAs)")
+        block, shape, coord = p.get("block"), p.get("global_shape"), p.get("coord")
+        if not all(isinstance(x, list) and len(x) == 2 for x in (block, shape, coord)):
+            raise ValueError("block, global_shape and coord are pairs")
+        e = p["elem_bits"] // 8
+        rows, columns = cta_part(p)
+        if any(b & (b - 1) or b < 1 for b in block) or rows < 1 or rows << splits.count("rows") != block[0] or \
+                columns << splits.count("columns") != block[1]:
+            raise ValueError("the block's dims are powers of two that the CTA bases divide")
+        if columns * e < max(16, p["swizzle"]) or block[1] > 256 or block[0] > 256 or rows * columns * e > MAX_CTA_BYTES:
+            raise ValueError("a CTA's row spans 16 bytes and the swizzle, rows have at most 256 elements, a CTA's part 16 KiB")
+        if p["swizzle"] and rows < 8:
+            raise ValueError("a swizzled CTA part holds the 8-row atom")
+        if any(n < 1 for n in shape) or any(not 0 <= c < n for c, n in zip(coord, shape)) or (coord[1] * e) % 16:
+            raise ValueError("coordinates lie inside the tensor, the innermost 16-byte aligned")
+        if not isinstance(p.get("row_pad"), int) or p["row_pad"] < 0 or ((shape[1] + p["row_pad"]) * e) % 16:
+            raise ValueError("the row stride is a 16-byte multiple")
+        if p.get("buffers") not in (1, 2, 4) or not 0 <= p.get("slot", -1) < p["buffers"] or p.get("num_warps") not in (1, 2, 4, 8):
+            raise ValueError("a slot among 1, 2 or 4 buffers, and 1-8 warps")
+
+    def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """One buffer, slot 0, the second CTA base dropped, a coordinate at 0, the tensor halved, fewer warps, no
+        row padding; ``validate`` keeps the rules."""
+        p = case.params
+        if p["buffers"] > 1:
+            yield replaced(p, buffers=1, slot=0)
+        if p["slot"]:
+            yield replaced(p, slot=0)
+        if len(p["splits"]) > 1:
+            last = p["splits"][-1]
+            block = [p["block"][0] >> (last == "rows"), p["block"][1] >> (last == "columns")]
+            yield replaced(p, splits=p["splits"][:1], block=block)
+        for d in range(2):
+            if p["coord"][d]:
+                yield replaced(p, coord=[0 if i == d else c for i, c in enumerate(p["coord"])])
+            if p["global_shape"][d] > 1:
+                yield replaced(p, global_shape=[n // 2 if i == d else n for i, n in enumerate(p["global_shape"])])
+        if p["num_warps"] > 1:
+            yield replaced(p, num_warps=p["num_warps"] // 2)
+        if p["row_pad"]:
+            yield replaced(p, row_pad=(-p["global_shape"][1]) % (16 // (p["elem_bits"] // 8)))
+
+    def family(self, case: Case) -> str:
+        p = case.params
+        splits = p.get("splits", [])
+        view = "subview" if p.get("buffers", 1) > 1 else "whole buffer"
+        return f"{1 << len(splits)} CTAs:{'+'.join(splits) or '?'}:{view}"
+
+    def tensor_maps(self, p: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """What Triton should encode: the swizzle mode, and a box of one CTA's rows as wide as the swizzle span."""
+        part = cta_part(p)
+        (_, box), *_ = block_boxes(part, p["elem_bits"] // 8, p["swizzle"])
+        return [{"swizzle": box.swizzle.spec.cuda, "block_size": [part[0], box.box_dims[0]]}]
+
+    def expected(self, case: Case) -> Any:
+        p = case.params
+        values = block_values(case)
+        (r0, c0), (rows, columns) = p["coord"], p["block"]
+        n0, n1 = p["global_shape"]
+        block = np.zeros((rows, columns), dtype=values.dtype)
+        inside = values[r0:min(n0, r0 + rows), c0:min(n1, c0 + columns)]  # zero past the tensor's bounds
+        block[:inside.shape[0], :inside.shape[1]] = inside
+        return {"tensor_maps": self.tensor_maps(p), "load": block.tobytes().hex()}
+
+    def run(self, case: Case) -> dict[str, Any]:
+        import torch
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        from layoutfuzz.gpu.gluon_probes import tma_cluster_probe
+        from layoutfuzz.gpu.guards import guarded_output
+
+        p = case.params
+        layout, constexprs = probe_arguments(p)
+        src = torch.from_numpy(block_values(case)).cuda()
+        out = guarded_output(torch.full((prod(p["block"]),), unwritten(p["elem_bits"] // 8), dtype=src.dtype, device="cuda"), "out")
+        desc = TensorDescriptor(src, list(p["global_shape"]), list(src.stride()), list(p["block"]), layout)
+        kernel = self.launch(tma_cluster_probe, desc, out.tensor, **constexprs, num_warps=p["num_warps"], num_ctas=1 << len(p["splits"]))
+        out.check()
+        maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.metadata.tensordesc_meta]
+        return {"tensor_maps": maps, "load": out.tensor.cpu().numpy().tobytes().hex()}
+
+    def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
+        """The tensor map first, then the block element by element: which CTA's part went wrong (by the CTA tile of
+        each wrong element), never how many elements."""
+        if observed["tensor_maps"] != expected["tensor_maps"]:
+            return Comparison(False, 1, (f"tensor maps: expected {expected['tensor_maps']} got {observed['tensor_maps']}",),
+                              "tensor-map", "Triton encoded another swizzle or box than a CTA's part of the NVMMA layout")
+        p = case.params
+        kind = f"int{p['elem_bits']}"
+        want = np.frombuffer(bytes.fromhex(expected["load"]), kind).reshape(p["block"])
+        got = np.frombuffer(bytes.fromhex(observed["load"]), kind).reshape(p["block"])
+        bad = np.argwhere(want != got)
+        if bad.size == 0:
+            return Comparison(True)
+        rows, columns = cta_part(p)
+        tiles = sorted({(int(r) // rows, int(c) // columns) for r, c in bad})
+        wrong = got[want != got]
+        lines = tuple(f"[{int(r)}, {int(c)}]: expected {int(want[r, c])}, got {int(got[r, c])}" for r, c in bad[:8])
+        if np.all(wrong == unwritten(p["elem_bits"] // 8)):
+            kind_of = "not written"
+        elif np.all(wrong == 0):
+            kind_of = "zeros where data belongs"
+        else:
+            kind_of = "wrong data"
+        where = "every CTA tile" if len(tiles) == (p["block"][0] // rows) * (p["block"][1] // columns) else "some CTA tiles"
+        return Comparison(False, len(bad), lines, f"load: {kind_of} in {where}",
+                          f"{len(bad)} elements wrong in CTA tiles {tiles[:8]} (of rows x columns {rows} x {columns})")
