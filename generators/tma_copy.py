@@ -65,8 +65,8 @@ INTERLEAVED_BOX_BYTES = 16 * 1024  # an interleaved box's slices in shared memor
 def interleaved_copy(source: Source) -> dict[str, Any]:
     """A copy through an interleaved tensor map (``oracles.tma_copy``'s observed rules: dim 0 counts 16- or 32-byte
     slices, dim rank-2 is not traversed): rank 3-5, dim 0's box whole 16-byte units of elements (the driver's rule),
-    the 32B swizzle with 32B interleave (cuda.h), one CTA, the unsigned types; the same bounds as ``tensor_copy``, dim 0
-    counted in slices."""
+    the 32B swizzle with 32B interleave (cuda.h); loads across clusters of 1, 2 and 4 CTAs and through floating-point
+    types with either fill, as ``tensor_copy``'s; the same bounds as ``tensor_copy``, dim 0 counted in slices."""
     direction = source.choice(("load", "store"))
     interleave = source.choice((1, 2))
     piece = INTERLEAVE_BYTES[interleave]  # bytes of a slice
@@ -98,9 +98,16 @@ def interleaved_copy(source: Source) -> dict[str, Any]:
     paddings = [max(16, piece) * source.choice((0, 0, 0, 1, 2)) for _ in dims[1:]]  # 32B interleave: 32-byte strides
     _fit(dims, coords, places, piece, paddings)
     dst = 128 * source.integer(0, 15)  # every base offset (a 128-byte multiple, as tma.swizzle's boxes)
+    cluster, multicast, issuer, typed = 1, 1, 0, {}
+    if direction == "load":  # drawn after the rest: the interleaved copies of earlier releases keep their params
+        cluster = source.choice((1, 1, 2, 4))  # loads multicast across clusters of 2 and 4
+        multicast = source.choice(((1 << cluster) - 1, source.integer(1, (1 << cluster) - 1)))
+        issuer = source.integer(0, cluster - 1)
+        if e in FLOAT_TYPES_BY_BYTES and source.integer(0, 3) == 0:  # floating point, mostly NaN-filled
+            typed = {"data_type": source.choice(FLOAT_TYPES_BY_BYTES[e]), "oob_fill": source.choice((1, 1, 0))}
     return {"direction": direction, "interleave": interleave, "box_dims": box, "element_bytes": e, "element_strides": strides_,
             "swizzle": swizzle.name, "dst": dst, "global_dims": dims, "global_strides": strides(dims, piece, paddings),
-            "coords": coords, "places": places, "cluster": 1, "multicast": 1, "issuer": 0}
+            "coords": coords, "places": places, "cluster": cluster, "multicast": multicast, "issuer": issuer, **typed}
 
 
 # CUtensorMapDataType's floating-point types by width: FLOAT16, BFLOAT16; FLOAT32, FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ;

@@ -29,7 +29,11 @@ explained, ``docs/results/2026-11-25-interleave-and-clusters-h100.md``):
 - the box does not traverse dimension rank-2: it stays at its start coordinate there (its box size acts as 1), and the
   transaction count is the slices moved times the slice size;
 - shared memory holds the slices packed, rows not padded to the swizzle span, each 16 bytes swizzled where it lands;
-- a slice outside the tensor is zero-filled by a load and not written by a store (slices are never cut).
+- a slice outside the tensor is zero-filled by a load and not written by a store (slices are never cut);
+- through a floating-point type, each element of such a slice takes the NaN fill's pattern where the map asks for it,
+  a TFLOAT32 map rounds the data, and a multicast delivers the window to each CTA of its mask, all as without
+  interleave (200,000 copies, 2,371 of them interleaved floating-point loads,
+  ``docs/results/2026-11-26-interleave-float-types-h100.md``).
 
 A box's start in dimension 0 is a whole number of 16-byte granules (5.5.3.1: "The address of the bounding Box must
 also be aligned to 16 bytes"), and every row of the tensor starts at a multiple of 16 bytes (the driver's stride rule),
@@ -84,8 +88,6 @@ class TensorCopy:
                               f"{self.cluster}, {self.multicast:#x}, {self.issuer}")
         if self.cluster > 1 and self.direction != "load":
             raise LayoutError("only loads multicast across a cluster")
-        if self.box.interleave and (self.cluster > 1 or self.data_type is not None or self.oob_fill):
-            raise LayoutError("an interleaved copy is modelled for one CTA, the unsigned types and the zero fill")
         if self.coords[0] * self.box.element_bytes % 16 and not self.box.interleave:
             raise LayoutError(f"the box's start in dim 0 ({self.coords[0]}) is not a whole number of 16-byte granules")
         if self.oob_fill not in (0, 1) or (self.oob_fill and self.data_type not in NAN_FILL):
@@ -155,9 +157,11 @@ def _byte_indices(starts: np.ndarray, size: int) -> np.ndarray:
 def out_of_bound_bytes(copy: TensorCopy) -> np.ndarray:
     """What a load writes for an element outside the tensor: zeros (5.5.3.3), or with the NaN fill the type's NaN as
     ``NAN_FILL`` gives it (observed)."""
-    if copy.oob_fill:
-        return np.frombuffer(NAN_FILL[copy.data_type].to_bytes(copy.box.element_bytes, "little"), dtype=np.uint8)
-    return np.zeros(GRANULE if copy.box.interleave else copy.box.element_bytes, dtype=np.uint8)
+    piece = GRANULE if copy.box.interleave else copy.box.element_bytes  # an interleaved slice moves 16 bytes at a time
+    if copy.oob_fill:  # with interleave too: each element of a slice outside the tensor (observed, docs/findings.md)
+        element = NAN_FILL[copy.data_type].to_bytes(copy.box.element_bytes, "little")
+        return np.frombuffer(element * (piece // copy.box.element_bytes), dtype=np.uint8)
+    return np.zeros(piece, dtype=np.uint8)
 
 
 def loaded_window(copy: TensorCopy, tensor: np.ndarray, window: int, fill: int) -> np.ndarray:

@@ -274,3 +274,33 @@ def test_shrinking_a_multicast_copy_tries_one_cta_first_and_every_candidate_is_a
         except ValueError:
             pass
     assert valid >= len(candidates) // 2
+
+
+def test_an_interleaved_load_fills_each_element_of_a_slice_outside_the_tensor_with_the_types_nan():
+    # issue 17: interleaved tensor maps through floating-point types and the NaN fill (the rule confirmed on an H100,
+    # docs/results/2026-11-26-interleave-float-types-h100.md): a slice outside the tensor is its element type's NaN
+    # pattern throughout, 16 bytes at a time, and a slice inside is the tensor's bytes
+    import numpy as np
+
+    from layoutfuzz.generators.source import source_for
+    from layoutfuzz.generators.tma_copy import tensor_copy
+    from layoutfuzz.gpu.tma_copy import copy_from_params
+    from layoutfuzz.oracles.tma_copy import NAN_FILL, loaded_window, moves
+
+    found = 0
+    for index in range(4000):
+        p = tensor_copy(source_for("tma.copy", 99, index))
+        if not (p.get("interleave") and p.get("oob_fill") and p["data_type"] not in (11, 12)):  # TF32 rounds its data
+            continue
+        copy = copy_from_params(p)
+        m = moves(copy)
+        if m.inside.all():
+            continue
+        tensor = np.random.default_rng(index).integers(0, 256, copy.global_bytes + 64, dtype=np.uint8)
+        window = loaded_window(copy, tensor, 1 << 16, 0xA5)
+        nan = NAN_FILL[p["data_type"]].to_bytes(p["element_bytes"], "little") * (16 // p["element_bytes"])
+        for shared, offset, inside in zip(m.shared, m.global_offset, m.inside):
+            got = window[shared:shared + 16].tobytes()
+            assert got == (tensor[offset:offset + 16].tobytes() if inside else nan)
+        found += 1
+    assert found >= 5
