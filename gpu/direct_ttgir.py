@@ -60,44 +60,50 @@ class _Body:
         return name
 
 
+def _range(body: _Body, size: int, layout: str) -> str:
+    """``ttgl.arange(0, size, layout)``."""
+    return body.op(f"tt.make_range {{end = {size} : i32, start = 0 : i32}} : {_tensor([size], 'i32', layout)}")
+
+
+def _expand(body: _Body, value: str, axis: int, before: list[int], before_layout: str, after: list[int], after_layout: str) -> str:
+    """``ttgl.expand_dims(value, axis)``."""
+    return body.op(f"tt.expand_dims {value} {{axis = {axis} : i32}} : {_tensor(before, 'i32', before_layout)} -> "
+                   f"{_tensor(after, 'i32', after_layout)}")
+
+
+def _broadcast_add(body: _Body, x: str, x_shape: list[int], y: str, y_shape: list[int], shape: list[int], layout: str) -> str:
+    """``x + y`` of two shapes that broadcast to ``shape``: both broadcast, then added."""
+    a = body.op(f"tt.broadcast {x} : {_tensor(x_shape, 'i32', layout)} -> {_tensor(shape, 'i32', layout)}")
+    b = body.op(f"tt.broadcast {y} : {_tensor(y_shape, 'i32', layout)} -> {_tensor(shape, 'i32', layout)}")
+    return body.op(f"arith.addi {a}, {b} : {_tensor(shape, 'i32', layout)}")
+
+
 def _offsets(body: _Body, shape: list[int], layout: str, strides: list[str]) -> str:
     """``gluon_probes._offsets_{1,2,3}d`` in ``layout``: each element's row-major index (``strides``: the constants of
-    the leading dims' strides, already hoisted)."""
-    i32 = "i32"
+    the leading dims' strides, already hoisted), in the frontend's order of operations."""
     if len(shape) == 1:
-        return body.op(f"tt.make_range {{end = {shape[0]} : i32, start = 0 : i32}} : {_tensor(shape, i32, layout)}")
+        return _range(body, shape[0], layout)
     if len(shape) == 2:
         s0, s1 = shape
-        i = body.op(f"tt.make_range {{end = {s0} : i32, start = 0 : i32}} : {_tensor([s0], i32, _slice(layout, 1))}")
-        j = body.op(f"tt.make_range {{end = {s1} : i32, start = 0 : i32}} : {_tensor([s1], i32, _slice(layout, 0))}")
-        ii = body.op(f"tt.expand_dims {i} {{axis = 1 : i32}} : {_tensor([s0], i32, _slice(layout, 1))} -> {_tensor([s0, 1], i32, layout)}")
-        rows = body.op(f"arith.muli {ii}, {strides[0]} : {_tensor([s0, 1], i32, layout)}")
-        jj = body.op(f"tt.expand_dims {j} {{axis = 0 : i32}} : {_tensor([s1], i32, _slice(layout, 0))} -> {_tensor([1, s1], i32, layout)}")
-        a = body.op(f"tt.broadcast {rows} : {_tensor([s0, 1], i32, layout)} -> {_tensor(shape, i32, layout)}")
-        b = body.op(f"tt.broadcast {jj} : {_tensor([1, s1], i32, layout)} -> {_tensor(shape, i32, layout)}")
-        return body.op(f"arith.addi {a}, {b} : {_tensor(shape, i32, layout)}")
+        i, j = _range(body, s0, _slice(layout, 1)), _range(body, s1, _slice(layout, 0))
+        ii = _expand(body, i, 1, [s0], _slice(layout, 1), [s0, 1], layout)
+        rows = body.op(f"arith.muli {ii}, {strides[0]} : {_tensor([s0, 1], 'i32', layout)}")
+        jj = _expand(body, j, 0, [s1], _slice(layout, 0), [1, s1], layout)
+        return _broadcast_add(body, rows, [s0, 1], jj, [1, s1], shape, layout)
     s0, s1, s2 = shape
-    ranges = []
-    for size, dims in ((s0, (2, 1)), (s1, (2, 0)), (s2, (1, 0))):
-        ranges.append(body.op(f"tt.make_range {{end = {size} : i32, start = 0 : i32}} : {_tensor([size], i32, _slice(layout, *dims))}"))
+    ranges = [_range(body, size, _slice(layout, *dims)) for size, dims in ((s0, (2, 1)), (s1, (2, 0)), (s2, (1, 0)))]
     expanded = []
     for value, size, (outer, inner), (first, second), halfway, full in (
             (ranges[0], s0, (2, 1), (1, 2), [s0, 1], [s0, 1, 1]),
             (ranges[1], s1, (2, 0), (0, 2), [1, s1], [1, s1, 1]),
             (ranges[2], s2, (1, 0), (0, 1), [1, s2], [1, 1, s2])):
-        once = body.op(f"tt.expand_dims {value} {{axis = {first} : i32}} : {_tensor([size], i32, _slice(layout, outer, inner))} -> "
-                       f"{_tensor(halfway, i32, _slice(layout, outer))}")
-        expanded.append(body.op(f"tt.expand_dims {once} {{axis = {second} : i32}} : {_tensor(halfway, i32, _slice(layout, outer))} -> "
-                                f"{_tensor(full, i32, layout)}"))
+        once = _expand(body, value, first, [size], _slice(layout, outer, inner), halfway, _slice(layout, outer))
+        expanded.append(_expand(body, once, second, halfway, _slice(layout, outer), full, layout))
     ii, jj, kk = expanded
-    rows = body.op(f"arith.muli {ii}, {strides[0]} : {_tensor([s0, 1, 1], i32, layout)}")
-    cols = body.op(f"arith.muli {jj}, {strides[1]} : {_tensor([1, s1, 1], i32, layout)}")
-    a = body.op(f"tt.broadcast {rows} : {_tensor([s0, 1, 1], i32, layout)} -> {_tensor([s0, s1, 1], i32, layout)}")
-    b = body.op(f"tt.broadcast {cols} : {_tensor([1, s1, 1], i32, layout)} -> {_tensor([s0, s1, 1], i32, layout)}")
-    plane = body.op(f"arith.addi {a}, {b} : {_tensor([s0, s1, 1], i32, layout)}")
-    c = body.op(f"tt.broadcast {plane} : {_tensor([s0, s1, 1], i32, layout)} -> {_tensor(shape, i32, layout)}")
-    d = body.op(f"tt.broadcast {kk} : {_tensor([1, 1, s2], i32, layout)} -> {_tensor(shape, i32, layout)}")
-    return body.op(f"arith.addi {c}, {d} : {_tensor(shape, i32, layout)}")
+    rows = body.op(f"arith.muli {ii}, {strides[0]} : {_tensor([s0, 1, 1], 'i32', layout)}")
+    cols = body.op(f"arith.muli {jj}, {strides[1]} : {_tensor([1, s1, 1], 'i32', layout)}")
+    plane = _broadcast_add(body, rows, [s0, 1, 1], cols, [1, s1, 1], [s0, s1, 1], layout)
+    return _broadcast_add(body, plane, [s0, s1, 1], kk, [1, 1, s2], shape, layout)
 
 
 def _strides(body: _Body, shape: list[int], layout: str) -> list[str]:
@@ -111,13 +117,39 @@ def _strides(body: _Body, shape: list[int], layout: str) -> list[str]:
     return []
 
 
+def _address(body: _Body, pointer: str, element: str, shape: list[int], layout: str, offsets: str) -> tuple[str, str]:
+    """``pointer + offsets`` (a splat and an addptr), and the type of the pointers."""
+    pointers = _tensor(shape, f"!tt.ptr<{element}>", layout)
+    splat = body.op(f"tt.splat {pointer} : !tt.ptr<{element}> -> {pointers}")
+    return body.op(f"tt.addptr {splat}, {offsets} : {pointers}, {_tensor(shape, 'i32', layout)}"), pointers
+
+
+def _load(body: _Body, pointer: str, element: str, shape: list[int], layout: str, offsets: str) -> str:
+    """``ttgl.load(pointer + offsets)``."""
+    where, pointers = _address(body, pointer, element, shape, layout, offsets)
+    return body.op(f"tt.load {where} : {pointers}")
+
+
+def _store(body: _Body, pointer: str, element: str, shape: list[int], layout: str, offsets: str, value: str) -> None:
+    """``ttgl.store(pointer + offsets, value)``."""
+    where, pointers = _address(body, pointer, element, shape, layout, offsets)
+    body.lines.append(f"    tt.store {where}, {value} : {pointers}")
+
+
+def _offsets_of_both(body: _Body, shape: list[int], la: str, lb: str) -> tuple[str, list[str]]:
+    """The stride constants of A and B hoisted first (B's are A's where they are one layout), then A's offsets; returns
+    A's offsets and B's strides."""
+    strides_a = _strides(body, shape, la)
+    strides_b = strides_a if la == lb else _strides(body, shape, lb)
+    return _offsets(body, shape, la, strides_a), strides_b
+
+
 def _store_holders(body: _Body, pointer: str, offsets: str, shape: list[int], layout: str) -> None:
     """``ttgl.store(pointer + offsets, _tid_like(offsets))``."""
-    splat = body.op(f"tt.splat {pointer} : !tt.ptr<i32> -> {_tensor(shape, '!tt.ptr<i32>', layout)}")
-    where = body.op(f"tt.addptr {splat}, {offsets} : {_tensor(shape, '!tt.ptr<i32>', layout)}, {_tensor(shape, 'i32', layout)}")
+    where, pointers = _address(body, pointer, "i32", shape, layout, offsets)
     holders = body.op(f'tt.elementwise_inline_asm "{TID_ASM}" {{constraints = "=r,r", packed_element = 1 : i32, pure = false}} '
                       f"{offsets} : {_tensor(shape, 'i32', layout)} -> {_tensor(shape, 'i32', layout)}")
-    body.lines.append(f"    tt.store {where}, {holders} : {_tensor(shape, '!tt.ptr<i32>', layout)}")
+    body.lines.append(f"    tt.store {where}, {holders} : {pointers}")
 
 
 def shared_attr(shared: Any) -> str:
@@ -160,23 +192,14 @@ def convert_probe_ttgir(shape: list[int], elem_bits: int, a: LinearLayout, b: Li
                         num_ctas: int = 1) -> str:
     """The TTGIR module of ``gluon_probes.convert_probe_{rank}d`` for this case, as Gluon's frontend leaves it."""
     element = INT_NAMES[elem_bits]
-    same = a == b
     aliases, la, lb = _two_layouts(a, b)
     body = _Body()
-    strides_a = _strides(body, shape, la)
-    strides_b = strides_a if same else _strides(body, shape, lb)
-    oa = _offsets(body, shape, la, strides_a)
-    pointers = _tensor(shape, f"!tt.ptr<{element}>", la)
-    splat = body.op(f"tt.splat %src : !tt.ptr<{element}> -> {pointers}")
-    where = body.op(f"tt.addptr {splat}, {oa} : {pointers}, {_tensor(shape, 'i32', la)}")
-    x = body.op(f"tt.load {where} : {pointers}")
+    oa, strides_b = _offsets_of_both(body, shape, la, lb)
+    x = _load(body, "%src", element, shape, la, oa)
     _store_holders(body, "%tid_a", oa, shape, la)
     y = body.op(f"ttg.convert_layout {x} : {_tensor(shape, element, la)} -> {_tensor(shape, element, lb)}")
-    ob = oa if same else _offsets(body, shape, lb, strides_b)
-    pointers = _tensor(shape, f"!tt.ptr<{element}>", lb)
-    splat = body.op(f"tt.splat %dst : !tt.ptr<{element}> -> {pointers}")
-    where = body.op(f"tt.addptr {splat}, {ob} : {pointers}, {_tensor(shape, 'i32', lb)}")
-    body.lines.append(f"    tt.store {where}, {y} : {pointers}")
+    ob = oa if la == lb else _offsets(body, shape, lb, strides_b)
+    _store(body, "%dst", element, shape, lb, ob, y)
     _store_holders(body, "%tid_b", ob, shape, lb)
     arguments = [("src", element), ("dst", element), ("tid_a", "i32"), ("tid_b", "i32")]
     return _module(f"convert_probe_{len(shape)}d", arguments, aliases, body, num_warps, num_ctas)
@@ -186,34 +209,23 @@ def shared_probe_ttgir(shape: list[int], elem_bits: int, a: LinearLayout, b: Lin
     """The TTGIR module of ``gluon_probes.shared_probe_2d`` for this case (``shared``: the attribute of its shared
     layout, ``shared_attr``), as Gluon's frontend leaves it."""
     element = INT_NAMES[elem_bits]
-    same = a == b
     aliases, la, lb = _two_layouts(a, b)
     flat = "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>"
     aliases += (f"#S = {shared}\n#F = {flat}\n#blocked = #ttg.blocked<{{sizePerThread = [1], threadsPerWarp = [32], "
                 f"warpsPerCTA = [{num_warps}], order = [0]}}>\n#smem = #ttg.shared_memory\n")
     body = _Body()
-    strides_a = _strides(body, shape, la)
-    strides_b = strides_a if same else _strides(body, shape, lb)
-    oa = _offsets(body, shape, la, strides_a)
-    pointers = _tensor(shape, f"!tt.ptr<{element}>", la)
-    splat = body.op(f"tt.splat %src : !tt.ptr<{element}> -> {pointers}")
-    where = body.op(f"tt.addptr {splat}, {oa} : {pointers}, {_tensor(shape, 'i32', la)}")
-    x = body.op(f"tt.load {where} : {pointers}")
+    oa, strides_b = _offsets_of_both(body, shape, la, lb)
+    x = _load(body, "%src", element, shape, la, oa)
     memory = f"!ttg.memdesc<{'x'.join(map(str, shape))}x{element}, #S, #smem, mutable>"
     smem = body.op(f"ttg.local_alloc {x} : ({_tensor(shape, element, la)}) -> {memory}")
     y = body.op(f"ttg.local_load {smem} : {memory} -> {_tensor(shape, element, lb)}")
-    ob = oa if same else _offsets(body, shape, lb, strides_b)
-    pointers = _tensor(shape, f"!tt.ptr<{element}>", lb)
-    splat = body.op(f"tt.splat %dst : !tt.ptr<{element}> -> {pointers}")
-    where = body.op(f"tt.addptr {splat}, {ob} : {pointers}, {_tensor(shape, 'i32', lb)}")
-    body.lines.append(f"    tt.store {where}, {y} : {pointers}")
+    ob = oa if la == lb else _offsets(body, shape, lb, strides_b)
+    _store(body, "%dst", element, shape, lb, ob, y)
     total = shape[0] * shape[1]
     flat_memory = f"!ttg.memdesc<{total}x{element}, #F, #smem, mutable>"
     view = body.op(f"ttg.memdesc_reinterpret {smem} : {memory} -> {flat_memory}")
     offsets = body.op(f"tt.make_range {{end = {total} : i32, start = 0 : i32}} : {_tensor([total], 'i32', '#blocked')}")
-    pointers = _tensor([total], f"!tt.ptr<{element}>", "#blocked")
-    splat = body.op(f"tt.splat %raw : !tt.ptr<{element}> -> {pointers}")
-    where = body.op(f"tt.addptr {splat}, {offsets} : {pointers}, {_tensor([total], 'i32', '#blocked')}")
+    where, pointers = _address(body, "%raw", element, [total], "#blocked", offsets)
     raw = body.op(f"ttg.local_load {view} : {flat_memory} -> {_tensor([total], element, '#blocked')}")
     body.lines.append(f"    tt.store {where}, {raw} : {pointers}")
     return _module("shared_probe_2d", [("src", element), ("dst", element), ("raw", element)], aliases, body, num_warps, 1)
