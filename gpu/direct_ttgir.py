@@ -1,13 +1,14 @@
-"""The convert and shared probes' TTGIR written directly, so that a Triton GPU campaign compiles each case's kernel from its
-TTGIR and skips Gluon's Python frontend (about a quarter of a compile: issue 16's kernels per second).
+"""The convert and shared probes' TTGIR written directly, so that a Triton GPU campaign compiles each case's kernel
+from its TTGIR and skips Gluon's Python frontend (a fifth to a quarter of a compile: issue 16's kernels per second).
 
-``convert_probe_ttgir`` and ``shared_probe_ttgir`` write, for a case's shape, element type and layouts, the module
-that Gluon's frontend gives ``gluon_probes.convert_probe_{1,2,3}d`` and ``shared_probe_2d`` after its own passes: the same operations in the same order (the
-constants hoisted, the offsets shared where A and B are one layout). It is trusted only where that holds:
-``DirectTtgir`` compares its text with the frontend's (both parsed by this Triton and printed without debug
-locations) on each process's first case of each probe and on every ``CHECK_EVERY``-th case after, and falls back
-to the frontend for good where they differ. The kernels it gives differ from the frontend's only in their line
-information; ``layoutfuzz reproduce`` and ``$LAYOUTFUZZ_TRITON_JIT`` always go through Gluon.
+``convert_probe_ttgir`` and ``shared_probe_ttgir`` write, for a case's shape, element type and layouts, the module that
+Gluon's frontend gives ``gluon_probes.convert_probe_{1,2,3}d`` and ``shared_probe_2d`` after its own passes: the same
+operations in the same order (the constants hoisted, the offsets shared where A and B are one layout). It is trusted
+only where that holds: ``DirectTtgir`` compares its text with the frontend's (both parsed by this Triton and printed
+without debug locations) on each process's first case of each probe and on every ``CHECK_EVERY``-th case after, and
+falls back to the frontend for good where they differ. The kernels it gives differ from the frontend's only in their
+line information; a process's first case of each probe (a one-case ``layoutfuzz reproduce``) and
+``$LAYOUTFUZZ_TRITON_JIT`` go through Gluon.
 """
 
 from __future__ import annotations
