@@ -87,6 +87,8 @@ def probe_arguments(p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     from triton.experimental.gluon import language as ttgl
     from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
+    from layoutfuzz.harness.triton_compat.barriers import tma_barrier_bases
+
     e = p["elem_bits"] // 8
     bases = cga_bases(p["splits"])
     rows, columns = cta_part(p)
@@ -94,8 +96,7 @@ def probe_arguments(p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     lanes = min(32, columns // vector)
     registers = ttgl.BlockedLayout([1, vector], [32 // lanes, lanes], [p["num_warps"], 1], [1, 0], cga_layout=bases)
     constexprs = {"BUFFERS": p["buffers"], "SLOT": p["slot"], "COORD": tuple(p["coord"]), "L": registers,
-                  # each CTA its own barrier (3.9.0 requires this layout; 3.6.0 takes it too)
-                  "BAR": mbarrier.MBarrierLayout(cga_layout=[[1 << k] for k in range(len(bases))]), "BYTES": rows * columns * e,
+                  "BAR": mbarrier.MBarrierLayout(cga_layout=tma_barrier_bases(len(bases))), "BYTES": rows * columns * e,
                   "S0": p["block"][0], "S1": p["block"][1]}
     return ttgl.NVMMASharedLayout(p["swizzle"], p["elem_bits"], 2, cga_layout=bases), constexprs
 

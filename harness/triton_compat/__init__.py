@@ -7,6 +7,7 @@ per concern, so that a target asks "how do I do X on this Triton" and never chec
 - ``gluon_ops``: Gluon functions renamed between releases (TMA copies, memdesc reinterpret).
 - ``lowering``: second lowerings of one operation (3.9's forced warp shuffle).
 - ``ttgir``: what the TTGIR layoutfuzz writes itself must say on each release (module attributes).
+- ``barriers``: the mbarrier layout a TMA load over a cluster takes on each release.
 """
 
 from __future__ import annotations
