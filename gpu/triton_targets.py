@@ -114,7 +114,7 @@ class GluonKernelTarget(GpuTarget):
         from layoutfuzz.harness.triton_compat.lowering import recompile
 
         spec = self.kernel_spec(case)
-        written = self.direct_ttgir(case)
+        written = self.direct_ttgir(case, spec)
         first = _written_compile(spec, written)  # outside the capture: a failed attempt's diagnostics are not the answer
         diagnostics: list[str] = []
         try:
@@ -131,9 +131,9 @@ class GluonKernelTarget(GpuTarget):
                                   rejected=compile_error(exc, "".join(diagnostics)))
         return from_triton(compiled)
 
-    def direct_ttgir(self, case: Case) -> str | None:
+    def direct_ttgir(self, case: Case, spec: KernelSpec | None = None) -> str | None:
         """The case's kernel as TTGIR written without Gluon's frontend (``gpu.direct_ttgir``), where this target has
-        such a writer; None compiles through Gluon."""
+        such a writer (``spec``: its ``kernel_spec`` where the caller has it); None compiles through Gluon."""
         return None
 
     def execute(self, case: Case, *buffers: Any, variant: str = "") -> None:
@@ -369,7 +369,7 @@ class TritonConvertLayout(GluonKernelTarget):
         dst, tid_a, tid_b = (g.tensor for g in outputs)
         return {"data_mismatches": int((dst != src.tensor).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
 
-    def direct_ttgir(self, case: Case) -> str | None:
+    def direct_ttgir(self, case: Case, spec: KernelSpec | None = None) -> str | None:
         p = case.params
         return convert_probe_ttgir(list(p["shape"]), p["elem_bits"], LinearLayout.from_dict(p["a"]),
                                    LinearLayout.from_dict(p["b"]), p["num_warps"], p.get("num_ctas", 1))
@@ -459,11 +459,11 @@ class TritonSharedMemory(GluonKernelTarget):
         pointer = POINTERS[p["elem_bits"]]
         return KernelSpec(shared_probe_2d, {"src": pointer, "dst": pointer, "raw": pointer}, constexprs, p["num_warps"])
 
-    def direct_ttgir(self, case: Case) -> str | None:
+    def direct_ttgir(self, case: Case, spec: KernelSpec | None = None) -> str | None:
         from layoutfuzz.gpu.direct_ttgir import shared_attr, shared_probe_ttgir
 
         p = case.params
-        spec = self.kernel_spec(case)
+        spec = spec or self.kernel_spec(case)  # compile() has built it already
         return shared_probe_ttgir(list(p["shape"]), p["elem_bits"], LinearLayout.from_dict(p["a"]), LinearLayout.from_dict(p["b"]),
                                   shared_attr(spec.constexprs["S"]), p["num_warps"])
 
