@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -60,6 +61,15 @@ def _launcher():
     return CubinLauncher()
 
 
+def single_threaded_mlir() -> None:
+    """Triton's MLIR pass managers run on this process's thread alone (``MLIR_DISABLE_MULTITHREADING``, which Triton
+    reads at each run; a value the user set is kept). A campaign already compiles in one process per core, and each
+    MLIR context's own pool of a thread per core only oversubscribed them (on an H100 machine's 16 cores, 99 against 119
+    kernels a second in a campaign's steady part). The passes give the same LLVM IR and PTX either way
+    (``tests/test_direct_ttgir.py``)."""
+    os.environ.setdefault("MLIR_DISABLE_MULTITHREADING", "1")
+
+
 class GluonKernelTarget(GpuTarget):
     """Base of the targets that compile a generated Gluon kernel per case and run it once.
 
@@ -77,6 +87,7 @@ class GluonKernelTarget(GpuTarget):
     def warm_up(self) -> None:
         """Triton's compiler and the probes imported, and this Triton build hashed for the kernel cache (about half a
         second of each worker's first compile): no thread, no CUDA."""
+        single_threaded_mlir()
         try:
             import triton.compiler.compiler  # noqa: F401
 
@@ -113,6 +124,7 @@ class GluonKernelTarget(GpuTarget):
 
         from layoutfuzz.harness.triton_compat.lowering import recompile
 
+        single_threaded_mlir()
         spec = self.kernel_spec(case)
         written = self.direct_ttgir(case, spec)
         first = _written_compile(spec, written)  # outside the capture: a failed attempt's diagnostics are not the answer

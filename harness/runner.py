@@ -429,6 +429,10 @@ class Runner:
                 item.hung = True
                 self._pool.kill(slot)
 
+    def drop_queued(self) -> None:
+        """Forgets the batches no worker has taken yet."""
+        self._queue.clear()
+
     def salvage(self) -> list[Result]:
         """The results already finished inside the batches in flight (on an interrupt: nothing finished is lost)."""
         out = []
@@ -575,8 +579,9 @@ def run_cases(
     in the database themselves, and the second gets them as ``StoredPasses`` entries instead of ``record`` results.
 
     The next batch is always the share's with the least worker time so far: a time budget is shared
-    between targets by time, not by turn. Returns True if all of it ran. Ctrl-C propagates after
-    recording what finished, in flight included.
+    between targets by time, not by turn. At ``deadline`` no batch starts, and those running have
+    ``DEADLINE_GRACE_S`` to finish: a run ends near its budget, not a per-case time limit after it. Returns True if all
+    of it ran. Ctrl-C propagates after recording what finished, in flight included.
     """
     by_name = {s.target.name: s for s in shares}
     preload = tuple(dict.fromkeys(m for s in shares for m in (s.spec.partition(":")[0], *s.target.preload)))
@@ -586,6 +591,11 @@ def run_cases(
         try:
             while True:
                 out_of_time = deadline is not None and time.monotonic() >= deadline
+                if out_of_time:
+                    runner.drop_queued()  # not started: left to a resumed campaign, as the cases never submitted are
+                    if time.monotonic() >= deadline + DEADLINE_GRACE_S:
+                        _leave_running(runner, record, store)
+                        return False
                 while not out_of_time and runner.in_flight < 2 * jobs:
                     active = [s for s in shares if not s.exhausted]
                     if not active:
@@ -595,7 +605,7 @@ def run_cases(
                         runner.submit_batch(batch)
                 if not runner.in_flight:
                     return all(s.exhausted for s in shares)
-                results = runner.results(wait_s=0.5)
+                results = runner.results(wait_s=0.5 if deadline is None else max(0.0, min(0.5, deadline + DEADLINE_GRACE_S - time.monotonic())))
                 stored = runner.take_stored()
                 finished: dict[str, list[float]] = {}  # target -> [cases, seconds]
                 for name, cases, seconds in itertools.chain(((r.case.target, 1, r.duration_s) for r in results),
@@ -611,10 +621,21 @@ def run_cases(
                 if results:
                     record(results)
         except KeyboardInterrupt:
-            salvaged = runner.salvage()
-            if salvaged:
-                record(salvaged)
-            stored = runner.take_stored()
-            if stored and store:
-                store[1](stored)
+            _leave_running(runner, record, store)
             raise
+
+
+DEADLINE_GRACE_S = 2.0  # how long past a budget the batches running at its end have to finish; then they are stopped
+
+
+def _leave_running(runner: Runner, record: Callable[[list[Result]], None],
+                   store: tuple[str, Callable[[list[StoredPasses]], None]] | None) -> None:
+    """Records what the batches in flight finished and gives up the rest (stopped with the workers when the runner
+    closes): an interrupt, or a budget whose end a slow case would otherwise stretch to the per-case time limit.
+    The cases given up have no outcome, so a resumed campaign runs them."""
+    salvaged = runner.salvage()
+    if salvaged:
+        record(salvaged)
+    stored = runner.take_stored()
+    if stored and store:
+        store[1](stored)

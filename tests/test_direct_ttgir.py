@@ -137,3 +137,39 @@ def test_a_target_compiles_through_the_frontend_first_then_from_the_written_modu
     calls.clear()
     assert target.compile(cases[0]).cubin[:4] == b"\x7fELF"
     assert calls == ["written", "frontend"]
+
+
+def test_single_threaded_mlir_gives_the_same_llvm_ir_and_ptx(tmp_path, monkeypatch):
+    # issue 16: campaigns compile with MLIR_DISABLE_MULTITHREADING=1 (one thread per compiling process); what is under
+    # test must not change with it. Compiled from one path, so that the debug file names are equal too.
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    from layoutfuzz.gpu.triton_targets import TritonConvertLayout, TritonSharedMemory
+
+    source = tmp_path / "probe.ttgir"
+    for target in (TritonConvertLayout(), TritonSharedMemory()):
+        for case in _cases(target, 3):
+            spec = target.kernel_spec(case)
+            source.write_text(target.direct_ttgir(case, spec))
+            stages = []
+            for threads in ("0", "1"):
+                monkeypatch.setenv("MLIR_DISABLE_MULTITHREADING", threads)
+                monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"cache-{threads}"))
+                compiled = triton.compile(str(source), target=GPUTarget("cuda", 90, 32),
+                                          options={"num_warps": spec.num_warps, "num_ctas": spec.num_ctas})
+                stages.append((compiled.asm["llir"], compiled.asm["ptx"]))
+            assert stages[0] == stages[1], case.case_id
+
+
+def test_campaign_compiles_keep_a_users_mlir_threading(monkeypatch):
+    import os
+
+    from layoutfuzz.gpu.triton_targets import single_threaded_mlir
+
+    monkeypatch.delenv("MLIR_DISABLE_MULTITHREADING", raising=False)
+    single_threaded_mlir()
+    assert os.environ["MLIR_DISABLE_MULTITHREADING"] == "1"
+    monkeypatch.setenv("MLIR_DISABLE_MULTITHREADING", "0")
+    single_threaded_mlir()
+    assert os.environ["MLIR_DISABLE_MULTITHREADING"] == "0"

@@ -180,6 +180,26 @@ def test_a_time_budget_is_shared_by_time_not_by_turn(tmp_path):
     assert "time s" in run.stdout  # the table says how much worker time each target got
 
 
+def test_a_budget_ends_near_its_deadline_even_with_a_hang_in_flight():
+    # issue 16: at the end of a budget the runner waited for every batch in flight, queued ones too, so one slow
+    # compile stretched a 60 s run to 79 s; now the running batches get DEADLINE_GRACE_S and the rest stay unrun
+    import time
+
+    from layoutfuzz.harness.runner import DEADLINE_GRACE_S
+
+    target, results = CrashyTarget(), []
+    started = time.monotonic()
+    finished = run_cases([share(SPEC, target, 3, [0, 3, 5, 6, 9, 11, 12], batch=1)], results.extend, jobs=2, timeout_s=60,
+                         deadline=started + 1.5)
+    took = time.monotonic() - started
+    assert not finished
+    assert took < 1.5 + DEADLINE_GRACE_S + 5, took  # not the 60 s time limit of the hanging cases (3 and 9)
+    outcomes = {r.case.index: r.outcome for r in results}
+    assert outcomes.get(0) is Outcome.PASS  # what finished before the deadline is recorded
+    assert Outcome.TIMEOUT not in outcomes.values()  # a case given up at the deadline has no outcome: a resume runs it
+    assert 3 not in outcomes
+
+
 def test_a_target_sets_how_much_work_a_batch_aims_at():
     # batch_seconds: 0.1 s by default; the batched GPU drivers ask for 0.5 s (a launch and a transaction a batch)
     from layoutfuzz.gpu.targets import TmaSwizzle, WgmmaDescriptor
