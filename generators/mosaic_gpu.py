@@ -8,12 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from layoutfuzz.generators.source import Source
+from layoutfuzz.oracles.wgmma import WGMMA_N
 
 ELEMENT_BYTES = (1, 2, 4)
 SWIZZLES = (0, 32, 64, 128)  # bytes; 0: none
 ROWS = (1, 2, 3, 5, 8, 13, 16, 64)
 TILE_ROWS = (8, 16, 64)
-WGMMA_TYPES = ("f16", "bf16")
+WGMMA_TYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8")  # PTX ISA 9.7.15.5: wgmma's input types that Mosaic takes
+WGMMA_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1}
+TRANSPOSABLE = ("f16", "bf16")  # PTX ISA 9.7.15.5 (imm-trans-a/b): only .f16/.bf16 operands may be MN-major
+REGISTER_A = ("f16", "bf16", "e4m3", "e5m2", "s8")  # what Mosaic's wgmma takes as A in registers (PTX allows tf32 too)
 
 
 def mosaic_gpu_case(source: Source) -> dict[str, Any]:
@@ -21,12 +25,7 @@ def mosaic_gpu_case(source: Source) -> dict[str, Any]:
     family = source.choice(("tma", "tma_tiled", "wgmma"))
     data_seed = source.integer(0, (1 << 31) - 1)
     if family == "wgmma":
-        swizzle = source.choice((128, 64, 32))
-        tile = swizzle // 2  # 16-bit elements a swizzle row
-        n = source.choice((64, 128, 192, 256))
-        n -= n % tile
-        return {"family": family, "dtype": source.choice(WGMMA_TYPES), "swizzle": swizzle, "m": 64 * source.integer(1, 2),
-                "k": tile * source.choice((1, 2, 4)), "n": max(n, tile), "data_seed": data_seed}
+        return {"family": family, **wgmma_shape(source), "data_seed": data_seed}
     element = source.choice(ELEMENT_BYTES)
     swizzle = source.choice(SWIZZLES)
     if family == "tma":
@@ -42,3 +41,22 @@ def mosaic_gpu_case(source: Source) -> dict[str, Any]:
     tile_rows = source.choice(TILE_ROWS)
     return {"family": family, "element_bytes": element, "swizzle": swizzle, "tile": [tile_rows, span],
             "shape": [tile_rows * source.integer(1, 2), span * source.integer(1, 3)], "data_seed": data_seed}
+
+
+def wgmma_shape(source: Source) -> dict[str, Any]:
+    """A wgmma case: the input type, the swizzle, B's major dimension in shared memory (``mn``: B as it lies, in
+    (S, S) tiles; ``k``: B transposed in global memory, in (8, S) tiles), where A comes from, and m, k, n. S is the
+    elements of a swizzle row; k is 1, 2 or 4 of them; n is a multiple of S for an MN-major B, else any N of the
+    type's shapes (``oracles.wgmma.WGMMA_N``)."""
+    dtype = source.choice(WGMMA_TYPES)
+    swizzle = source.choice((128, 64, 32))
+    tile = swizzle // WGMMA_BYTES[dtype]
+    b_major = source.choice(("mn", "k")) if dtype in TRANSPOSABLE else "k"
+    registers = dtype in REGISTER_A and not (dtype == "s8" and swizzle == 32)  # Mosaic refuses s8 A in registers at 32B
+    a_from = source.choice(("smem", "registers")) if registers else "smem"
+    if b_major == "mn":
+        n = tile * source.integer(1, 256 // tile)
+    else:
+        n = source.choice(WGMMA_N[dtype])
+    return {"dtype": dtype, "swizzle": swizzle, "b_major": b_major, "a_from": a_from, "m": 64 * source.integer(1, 2),
+            "k": tile * source.choice((1, 2, 4)), "n": n}

@@ -6,8 +6,11 @@
   of the swizzle's repeat, as Mosaic's own swizzled reads assume.
 - ``tma_tiled``: the same through Mosaic's ``TileTransform``: each (rows, span) tile one box after another.
 - ``wgmma``: A (m x k) and B (k x n) loaded by TMA into swizzled tiles, ``mgpu.wgmma``, the accumulator stored: the
-  product must be A @ B exactly (small integers, exact in f16, bf16 and f32). A wrong descriptor, swizzle or tile
-  order in Mosaic gives a wrong product.
+  product must be A @ B exactly (small integers, exact in every input type and in the f32 or s32 accumulator). The
+  input types are f16, bf16, tf32, e4m3, e5m2 and s8. B lies MN-major (16-bit types only) or K-major (B transposed
+  in global memory, (8, S) tiles, Mosaic's ``TransposeTransform`` and ``memref_transpose``). A comes from shared
+  memory or from registers in Mosaic's WGMMA register layout. A wrong descriptor, swizzle, tile order or register
+  fragment in Mosaic gives a wrong product.
 
 Kernels are compiled once per shape in each worker; XLA's allocator is told not to take the GPU's memory up front.
 """
@@ -23,23 +26,36 @@ from typing import Any
 import numpy as np
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.generators.mosaic_gpu import ELEMENT_BYTES, SWIZZLES, WGMMA_TYPES, mosaic_gpu_case
+from layoutfuzz.generators.mosaic_gpu import (
+    ELEMENT_BYTES,
+    REGISTER_A,
+    SWIZZLES,
+    TRANSPOSABLE,
+    WGMMA_BYTES,
+    WGMMA_TYPES,
+    mosaic_gpu_case,
+)
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.gpu.targets import GpuTarget
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Availability, package_versions
 from layoutfuzz.oracles.tma import NVMMA_MODES, TiledBox
+from layoutfuzz.oracles.wgmma import WGMMA_N
 
 SHOWN = 4
 UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+JAX_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2",
+             "s8": "int8"}  # wgmma's input types as jnp dtypes (tf32: f32 in memory, its low mantissa bits ignored)
 
 
 def _data(p: Mapping[str, Any]) -> np.ndarray:
-    """The case's source array: distinct values in each element (its index, hashed), or small integers for wgmma."""
+    """The case's source array: distinct values in each element (its index, hashed), or for wgmma integers that every
+    input type holds exactly: [-3, 3] (e5m2 has 2 mantissa bits), all of s8."""
     rng = np.random.default_rng(p["data_seed"])
     if p["family"] == "wgmma":
-        return rng.integers(-3, 4, size=(p["m"] + p["k"], max(p["k"], p["n"]))).astype(np.float32)
+        low, high = (-128, 127) if p["dtype"] == "s8" else (-3, 3)
+        return rng.integers(low, high + 1, size=(p["m"] + p["k"], max(p["k"], p["n"]))).astype(np.float32)
     shape = _gmem_shape(p)
     dtype = UNSIGNED[p["element_bytes"]]
     values = rng.integers(0, np.iinfo(dtype).max, size=shape, dtype=np.uint64, endpoint=True)
@@ -114,9 +130,7 @@ class MosaicGpu(GpuTarget):
         if p.get("family") not in ("tma", "tma_tiled", "wgmma"):
             raise ValueError("family must be tma, tma_tiled or wgmma")
         if p["family"] == "wgmma":
-            tile = p["swizzle"] // 2
-            if p["dtype"] not in WGMMA_TYPES or p["swizzle"] not in (32, 64, 128) or p["m"] % 64 or p["k"] % tile or p["n"] % tile:
-                raise ValueError("wgmma: f16/bf16, swizzle 32/64/128, m a multiple of 64, k and n of the swizzle row")
+            validate_wgmma(p)
             return
         if p["element_bytes"] not in ELEMENT_BYTES or p["swizzle"] not in SWIZZLES:
             raise ValueError(f"element bytes {ELEMENT_BYTES}, swizzle {SWIZZLES}")
@@ -125,7 +139,9 @@ class MosaicGpu(GpuTarget):
     def family(self, case: Case) -> str:
         p = case.params
         if p["family"] == "wgmma":
-            return f"wgmma {p['dtype']} {p['swizzle']}B"
+            b_major, a_from = p.get("b_major", "mn"), p.get("a_from", "smem")
+            return (f"wgmma {p['dtype']} {p['swizzle']}B" + (" B K-major" if b_major == "k" else "")
+                    + (" A in registers" if a_from == "registers" else ""))
         return f"{p['family']} {p['swizzle'] or 'no'} swizzle"
 
     def parameter_space(self) -> Space:
@@ -134,7 +150,14 @@ class MosaicGpu(GpuTarget):
                       lambda p: p["family"]),
             Parameter("swizzle", SWIZZLES, "PTX 5.5.7 modes Mosaic takes (bytes, 0 none)", lambda p: p["swizzle"]),
             Parameter("element bytes", ELEMENT_BYTES, "TMA element sizes", lambda p: p.get("element_bytes")),
-            Parameter("wgmma type", WGMMA_TYPES, "16-bit wgmma inputs from shared memory", lambda p: p.get("dtype")),
+            Parameter("wgmma type", WGMMA_TYPES, "PTX ISA 9.7.15.5: wgmma's input types (u8 and b1: Mosaic has none)",
+                      lambda p: p.get("dtype")),
+            Parameter("B major", ("mn", "k"), "PTX ISA 9.7.15.5.1.2: the contiguous dimension of B in shared memory",
+                      lambda p: p.get("b_major", "mn") if p["family"] == "wgmma" else None),
+            Parameter("A from", ("smem", "registers"), "PTX ISA 9.7.15.5: A from a descriptor or from registers",
+                      lambda p: p.get("a_from", "smem") if p["family"] == "wgmma" else None),
+            Parameter("wgmma N", tuple(range(8, 257, 8)), "PTX ISA 9.7.15.5: the N of the .m64nNk shapes",
+                      lambda p: p.get("n") if p["family"] == "wgmma" else None),
         ), _illegal)
 
     def expected(self, case: Case) -> np.ndarray:
@@ -142,7 +165,7 @@ class MosaicGpu(GpuTarget):
         data = _data(p)
         if p["family"] == "wgmma":
             a, b = _operands(p, data)
-            return (a.astype(np.int64) @ b.astype(np.int64)).astype(np.float32)
+            return (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32 if p["dtype"] == "s8" else np.float32)
         return expected_image(p, data)
 
     def observed(self, case: Case) -> np.ndarray:
@@ -151,10 +174,12 @@ class MosaicGpu(GpuTarget):
         if p["family"] == "wgmma":
             import jax.numpy as jnp
 
-            dtype = {"f16": jnp.float16, "bf16": jnp.bfloat16}[p["dtype"]]
+            dtype = jnp.dtype(JAX_TYPES[p["dtype"]])
+            b_major, a_from = p.get("b_major", "mn"), p.get("a_from", "smem")
             a, b = _operands(p, data)
-            kernel = _wgmma_kernel(p["dtype"], p["swizzle"], p["m"], p["k"], p["n"])
-            return np.asarray(kernel(jnp.asarray(a, dtype), jnp.asarray(b, dtype)), dtype=np.float32)
+            kernel = _wgmma_kernel(p["dtype"], p["swizzle"], p["m"], p["k"], p["n"], b_major, a_from)
+            b_global = np.ascontiguousarray(b.T) if b_major == "k" else b  # K-major: B^T's rows are B's columns
+            return np.asarray(kernel(jnp.asarray(a, dtype), jnp.asarray(b_global, dtype)))
         kernel = _tma_kernel(p["family"], p["element_bytes"], p["swizzle"], _gmem_shape(p), smem_shape(p),
                              p.get("row_offset", 0), tuple(p.get("tile", ())))
         return np.asarray(kernel(data)).view(np.uint8).reshape(-1)
@@ -176,16 +201,51 @@ class MosaicGpu(GpuTarget):
                           f"{len(wrong)} of {expected.size} shared-memory bytes differ from PTX 5.5.7's placement")
 
 
+WGMMA_ONLY = frozenset({"wgmma type", "B major", "A from", "wgmma N"})
+
+
+def validate_wgmma(p: Mapping[str, Any]) -> None:
+    """The generator's wgmma rules (``generators.mosaic_gpu.wgmma_shape``), with why where PTX or Mosaic sets them."""
+    if p["dtype"] not in WGMMA_TYPES or p["swizzle"] not in (32, 64, 128):
+        raise ValueError(f"wgmma: a type of {WGMMA_TYPES}, swizzle 32/64/128")
+    tile = p["swizzle"] // WGMMA_BYTES[p["dtype"]]
+    b_major, a_from = p.get("b_major", "mn"), p.get("a_from", "smem")
+    if b_major not in ("mn", "k") or a_from not in ("smem", "registers"):
+        raise ValueError("B major is mn or k, A comes from smem or registers")
+    if b_major == "mn" and p["dtype"] not in TRANSPOSABLE:
+        raise ValueError("only 16-bit types may have an MN-major B (PTX: imm-trans-b)")
+    if a_from == "registers" and (p["dtype"] not in REGISTER_A or (p["dtype"] == "s8" and p["swizzle"] == 32)):
+        raise ValueError(f"Mosaic takes A in registers for {REGISTER_A} only, and not s8 with a 32B swizzle")
+    if p["m"] % 64 or not 64 <= p["m"] <= 128 or p["k"] % tile or not tile <= p["k"] <= 4 * tile:
+        raise ValueError("wgmma: m 64 or 128, k 1 to 4 swizzle rows")
+    if p["n"] not in WGMMA_N[p["dtype"]] or (b_major == "mn" and p["n"] % tile):
+        raise ValueError(f"wgmma: n one of the type's shapes, and a multiple of the swizzle row ({tile}) for an MN-major B")
+
+
 def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
-    """Element bytes belong to the TMA families, wgmma types to wgmma (which needs a swizzle)."""
+    """Element bytes belong to the TMA families, the wgmma parameters to wgmma (which needs a swizzle); PTX and Mosaic
+    rule out some wgmma pairs (``validate_wgmma``)."""
     pair = {a: x, b: y}
-    if "element bytes" in pair and "wgmma type" in pair:
+    wgmma = bool(pair.keys() & WGMMA_ONLY)
+    if "element bytes" in pair and wgmma:
         return True
     if pair.get("family") == "wgmma":
         return "element bytes" in pair or pair.get("swizzle") == 0
     if pair.get("family") in ("tma", "tma_tiled"):
-        return "wgmma type" in pair
-    return pair.get("swizzle") == 0 and "wgmma type" in pair
+        return wgmma
+    if pair.get("swizzle") == 0 and wgmma:
+        return True
+    dtype = pair.get("wgmma type")
+    if pair.get("B major") == "mn" and (dtype is not None and dtype not in TRANSPOSABLE):
+        return True
+    if pair.get("A from") == "registers" and dtype is not None and dtype not in REGISTER_A:
+        return True
+    n = pair.get("wgmma N")
+    if n is not None and dtype is not None and n not in WGMMA_N[dtype]:
+        return True
+    if n is not None and pair.get("B major") == "mn" and n % 16:  # MN-major: whole swizzle rows of 16 to 64 elements
+        return True
+    return False
 
 
 def _operands(p: Mapping[str, Any], data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -242,31 +302,51 @@ def _tma_kernel(family: str, element_bytes: int, swizzle: int, gmem_shape: tuple
 
 
 @cache
-def _wgmma_kernel(dtype_name: str, swizzle: int, m: int, k: int, n: int) -> Any:
-    """A kernel: A and B through TMA into swizzled (64, S) and (S, S) tiles, one wgmma chain, D stored."""
+def _wgmma_kernel(dtype_name: str, swizzle: int, m: int, k: int, n: int, b_major: str = "mn", a_from: str = "smem") -> Any:
+    """A kernel: A through TMA into swizzled (64, S) tiles (or from global memory into registers, in Mosaic's WGMMA
+    layout), B through TMA into swizzled (S, S) tiles (MN-major) or, from B transposed, (8, S) tiles with K
+    contiguous (K-major, as Mosaic's own tests lay it), one wgmma chain, D stored."""
     jax = _jax()
     import jax.experimental.mosaic.gpu as mgpu
     import jax.numpy as jnp
+    from jax._src.lib.mlir import ir
     from jax._src.lib.mlir.dialects import nvvm
+    from jax.experimental.mosaic.gpu import fragmented_array as fa
 
-    dtype = {"f16": jnp.float16, "bf16": jnp.bfloat16}[dtype_name]
-    tile = swizzle // 2
+    dtype = jnp.dtype(JAX_TYPES[dtype_name])
+    tile = swizzle // dtype.itemsize
+    signed = True if dtype_name == "s8" else None  # Mosaic's s8 wgmma takes signed A and a signed s32 accumulator
 
     def kernel(ctx: Any, a: Any, b: Any, out: Any, scratch: Any) -> None:
         a_smem, b_smem, barriers = scratch
-        ctx.async_copy(src_ref=a, dst_ref=a_smem, swizzle=swizzle, gmem_transform=mgpu.TileTransform((64, tile)),
-                       barrier=barriers[0])
-        ctx.async_copy(src_ref=b, dst_ref=b_smem, swizzle=swizzle, gmem_transform=mgpu.TileTransform((tile, tile)),
-                       barrier=barriers[1])
-        barriers[0].wait()
+        if a_from == "smem":
+            ctx.async_copy(src_ref=a, dst_ref=a_smem, swizzle=swizzle, gmem_transform=mgpu.TileTransform((64, tile)),
+                           barrier=barriers[0])
+        if b_major == "mn":
+            b_transform: Any = mgpu.TileTransform((tile, tile))
+        else:  # B^T (n, k) in (8, S) tiles, the grid of tiles transposed to (k, n)
+            b_transform = (mgpu.TileTransform((8, tile)), mgpu.TransposeTransform((1, 0, 2, 3)))
+        ctx.async_copy(src_ref=b, dst_ref=b_smem, swizzle=swizzle, gmem_transform=b_transform, barrier=barriers[1])
+        if a_from == "smem":
+            barriers[0].wait()
         barriers[1].wait()
-        acc = mgpu.wgmma(mgpu.WGMMAAccumulator.zero(m=m, n=n), a_smem, b_smem, swizzle=swizzle)
+        if a_from == "registers":
+            layout = fa.WGMMA_LAYOUT_8BIT if dtype.itemsize == 1 else fa.WGMMA_LAYOUT
+            lhs = fa.FragmentedArray.load_untiled(a, layout=layout, optimized=False, is_signed=signed)
+        else:
+            lhs = a_smem
+        rhs = b_smem if b_major == "mn" else mgpu.memref_transpose(b_smem, (0, 1, 3, 2))
+        accumulator = ir.IntegerType.get_signless(32) if signed else ir.F32Type.get()
+        acc = mgpu.wgmma(mgpu.WGMMAAccumulator.zero(m=m, n=n, dtype=accumulator, is_signed=signed), lhs, rhs,
+                         swizzle=swizzle)
         nvvm.wgmma_commit_group_sync_aligned()
         nvvm.wgmma_wait_group_sync_aligned(0)
         acc.value.store_untiled(out, optimized=False)  # to global memory: thread by thread
 
     sds = jax.ShapeDtypeStruct
-    scratch = (sds((m // 64, k // tile, 64, tile), dtype), sds((k // tile, n // tile, tile, tile), dtype), mgpu.TMABarrier(2))
+    b_tiles = (k // tile, n // tile, tile, tile) if b_major == "mn" else (k // tile, n // 8, 8, tile)
+    b_global = (k, n) if b_major == "mn" else (n, k)
+    scratch = (sds((m // 64, k // tile, 64, tile), dtype), sds(b_tiles, dtype), mgpu.TMABarrier(2))
     with _building():
-        return mgpu.as_gpu_kernel(kernel, (1, 1, 1), (128, 1, 1), (sds((m, k), dtype), sds((k, n), dtype)),
-                                  sds((m, n), jnp.float32), scratch)
+        return mgpu.as_gpu_kernel(kernel, (1, 1, 1), (128, 1, 1), (sds((m, k), dtype), sds(b_global, dtype)),
+                                  sds((m, n), jnp.int32 if signed else jnp.float32), scratch)

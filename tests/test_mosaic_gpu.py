@@ -65,9 +65,39 @@ def test_generated_cases_are_valid_and_draw_every_value():
         target.validate(case)
     families = {target.family(c) for c in cases}
     assert {f"tma {s} swizzle" for s in ("no", 32, 64, 128)} <= families
-    assert {f"wgmma {t} {s}B" for t in ("f16", "bf16") for s in (32, 64, 128)} <= families
-    with pytest.raises(ValueError):
-        target.validate(_case({"family": "wgmma", "dtype": "f16", "swizzle": 128, "m": 64, "k": 48, "n": 64, "data_seed": 0}))
+    wgmma = [c.params for c in cases if c.params["family"] == "wgmma"]
+    drawn = {(p["dtype"], p["swizzle"], p["b_major"], p["a_from"]) for p in wgmma}
+    for dtype in ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8"):
+        for swizzle in (32, 64, 128):
+            assert (dtype, swizzle, "k", "smem") in drawn  # every type and swizzle with a K-major B
+    assert {("f16", 128, "mn", "smem"), ("bf16", 64, "mn", "registers"), ("s8", 64, "k", "registers")} <= drawn
+    assert all(p["b_major"] == "k" for p in wgmma if p["dtype"] not in ("f16", "bf16"))  # PTX: no transposed 8/32-bit
+    assert all(p["a_from"] == "smem" for p in wgmma if p["dtype"] == "tf32" or (p["dtype"], p["swizzle"]) == ("s8", 32))
+    assert {p["n"] for p in wgmma if p["b_major"] == "k"} >= {8, 24, 40}  # N below a swizzle row, and odd multiples of 8
+    assert all(p["n"] in (8, 16, 24, *range(32, 257, 16)) for p in wgmma if p["dtype"] == "s8")  # s8 shapes: n24, then 16s
+    base = {"family": "wgmma", "dtype": "f16", "swizzle": 128, "b_major": "mn", "a_from": "smem", "m": 64, "k": 64,
+            "n": 64, "data_seed": 0}
+    target.validate(_case(base))
+    for bad in ({"k": 48}, {"dtype": "tf32"}, {"dtype": "e4m3", "b_major": "mn"}, {"dtype": "tf32", "b_major": "k",
+                "a_from": "registers"}, {"dtype": "s8", "swizzle": 32, "b_major": "k", "a_from": "registers", "k": 32},
+                {"dtype": "s8", "b_major": "k", "k": 128, "n": 40}, {"n": 72}):
+        with pytest.raises(ValueError):
+            target.validate(_case({**base, **bad}))
+
+
+def test_an_s8_product_is_exact_over_the_whole_byte_range():
+    # s8 operands take all of [-128, 127]; the s32 accumulator holds their products exactly (|sum| <= 512 * 2^14)
+    target = registry.load("mosaic.gpu")
+    case = _case({"family": "wgmma", "dtype": "s8", "swizzle": 128, "b_major": "k", "a_from": "registers", "m": 64,
+                  "k": 256, "n": 24, "data_seed": 8})
+    data = _data(case.params)
+    a, b = data[:64, :256].astype(int), data[64:320, :24].astype(int)
+    assert a.min() == -128 and a.max() == 127
+    d = target.expected(case)
+    assert d.dtype == np.int32 and d.shape == (64, 24)
+    assert d[5, 17] == sum(int(a[5, i]) * int(b[i, 17]) for i in range(256))
+    tf32 = _case({**case.params, "dtype": "tf32", "swizzle": 64, "a_from": "smem", "k": 32, "n": 8})
+    assert target.expected(tf32).dtype == np.float32 and np.abs(_data(tf32.params)).max() <= 3
 
 
 def test_without_a_device_the_target_says_why():
