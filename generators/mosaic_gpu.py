@@ -26,17 +26,10 @@ def mosaic_gpu_case(source: Source) -> dict[str, Any]:
     data_seed = source.integer(0, (1 << 31) - 1)
     if family == "wgmma":
         return {"family": family, **wgmma_shape(source), "data_seed": data_seed}
+    if family == "tma":
+        return {"family": family, **tma_box(source), "data_seed": data_seed}
     element = source.choice(ELEMENT_BYTES)
     swizzle = source.choice(SWIZZLES)
-    if family == "tma":
-        if swizzle:
-            columns = swizzle // element
-        else:
-            columns = 16 * source.choice((1, 2, 4, 8)) // element
-            columns = min(columns, 256)
-        rows = source.choice(ROWS)
-        return {"family": family, "element_bytes": element, "swizzle": swizzle, "rows": rows, "columns": columns,
-                "row_offset": source.choice((0, 0, 1, 3, 7)), "data_seed": data_seed}
     span = (swizzle or 128) // element  # a tile row: the swizzle span (128 bytes without swizzling)
     tile_rows = source.choice(TILE_ROWS)
     return {"family": family, "element_bytes": element, "swizzle": swizzle, "tile": [tile_rows, span],
@@ -60,3 +53,19 @@ def wgmma_shape(source: Source) -> dict[str, Any]:
         n = source.choice(WGMMA_N[dtype])
     return {"dtype": dtype, "swizzle": swizzle, "b_major": b_major, "a_from": a_from, "m": 64 * source.integer(1, 2),
             "k": tile * source.choice((1, 2, 4)), "n": n}
+
+
+def tma_box(source: Source) -> dict[str, Any]:
+    """A 2-D TMA load: a window of ``rows`` x ``columns`` elements of 1, 2 or 4 bytes, starting ``row_offset`` rows
+    into a larger array, into shared memory with a swizzle of none, 32, 64 or 128 bytes. With a swizzle, a row is the
+    swizzle span; without one, 16 to 128 bytes. Every system that takes a 2-D box draws this (case model
+    ``tma_boxes``, ``gpu.tma_boxes``)."""
+    element = source.choice(ELEMENT_BYTES)
+    swizzle = source.choice(SWIZZLES)
+    if swizzle:
+        columns = swizzle // element
+    else:
+        columns = min(16 * source.choice((1, 2, 4, 8)) // element, 256)
+    rows = source.choice(ROWS)
+    return {"element_bytes": element, "swizzle": swizzle, "rows": rows, "columns": columns,
+            "row_offset": source.choice((0, 0, 1, 3, 7))}

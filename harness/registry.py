@@ -36,6 +36,9 @@ BUILTIN: dict[str, str] = {
     "cute.xor_swizzles": "layoutfuzz.harness.targets.xor_swizzles:CuteXorSwizzles",
     "mosaic.layouts": "layoutfuzz.harness.targets.mosaic_layouts:MosaicLayouts",
     "mosaic.gpu": "layoutfuzz.gpu.mosaic_gpu:MosaicGpu",
+    "tma.boxes": "layoutfuzz.gpu.tma_boxes:RawTmaBoxes",
+    "triton.tma_boxes": "layoutfuzz.gpu.tma_boxes:TritonTmaBoxes",
+    "mosaic.tma_boxes": "layoutfuzz.gpu.tma_boxes:MosaicTmaBoxes",
 }
 
 
