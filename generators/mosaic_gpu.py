@@ -38,7 +38,9 @@ def mosaic_gpu_case(source: Source) -> dict[str, Any]:
 
 def wgmma_shape(source: Source) -> dict[str, Any]:
     """A wgmma case: the input type, the swizzle, B's major dimension in shared memory (``mn``: B as it lies, in
-    (S, S) tiles; ``k``: B transposed in global memory, in (8, S) tiles), where A comes from, and m, k, n. S is the
+    (S, S) tiles; ``k``: B transposed in global memory, in (8, S) tiles), where A comes from, A's major dimension
+    (``k``: A as it lies, in (64, S) tiles; ``mn``: A transposed in global memory, in (8, S) tiles, 16-bit types
+    from shared memory only), and m, k, n. S is the
     elements of a swizzle row; k is 1, 2 or 4 of them; n is a multiple of S for an MN-major B, else any N of the
     type's shapes (``oracles.wgmma.WGMMA_N``)."""
     dtype = source.choice(WGMMA_TYPES)
@@ -51,8 +53,10 @@ def wgmma_shape(source: Source) -> dict[str, Any]:
         n = tile * source.integer(1, 256 // tile)
     else:
         n = source.choice(WGMMA_N[dtype])
-    return {"dtype": dtype, "swizzle": swizzle, "b_major": b_major, "a_from": a_from, "m": 64 * source.integer(1, 2),
-            "k": tile * source.choice((1, 2, 4)), "n": n}
+    m, k = 64 * source.integer(1, 2), tile * source.choice((1, 2, 4))
+    a_major = source.choice(("k", "mn")) if dtype in TRANSPOSABLE and a_from == "smem" else "k"
+    return {"dtype": dtype, "swizzle": swizzle, "b_major": b_major, "a_from": a_from, "a_major": a_major, "m": m, "k": k,
+            "n": n}
 
 
 def tma_box(source: Source) -> dict[str, Any]:

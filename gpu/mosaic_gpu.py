@@ -9,7 +9,7 @@
   product must be A @ B exactly (small integers, exact in every input type and in the f32 or s32 accumulator). The
   input types are f16, bf16, tf32, e4m3, e5m2 and s8. B lies MN-major (16-bit types only) or K-major (B transposed
   in global memory, (8, S) tiles, Mosaic's ``TransposeTransform`` and ``memref_transpose``). A comes from shared
-  memory or from registers in Mosaic's WGMMA register layout. A wrong descriptor, swizzle, tile order or register
+  memory, K-major or (16-bit types) MN-major the same way, or from registers in Mosaic's WGMMA register layout. A wrong descriptor, swizzle, tile order or register
   fragment in Mosaic gives a wrong product.
 
 Kernels are compiled once per shape in each worker; XLA's allocator is told not to take the GPU's memory up front.
@@ -139,9 +139,9 @@ class MosaicGpu(GpuTarget):
     def family(self, case: Case) -> str:
         p = case.params
         if p["family"] == "wgmma":
-            b_major, a_from = p.get("b_major", "mn"), p.get("a_from", "smem")
+            b_major, a_from, a_major = p.get("b_major", "mn"), p.get("a_from", "smem"), p.get("a_major", "k")
             return (f"wgmma {p['dtype']} {p['swizzle']}B" + (" B K-major" if b_major == "k" else "")
-                    + (" A in registers" if a_from == "registers" else ""))
+                    + (" A in registers" if a_from == "registers" else "") + (" A MN-major" if a_major == "mn" else ""))
         return f"{p['family']} {p['swizzle'] or 'no'} swizzle"
 
     def parameter_space(self) -> Space:
@@ -156,6 +156,8 @@ class MosaicGpu(GpuTarget):
                       lambda p: p.get("b_major", "mn") if p["family"] == "wgmma" else None),
             Parameter("A from", ("smem", "registers"), "PTX ISA 9.7.15.5: A from a descriptor or from registers",
                       lambda p: p.get("a_from", "smem") if p["family"] == "wgmma" else None),
+            Parameter("A major", ("k", "mn"), "PTX ISA 9.7.15.5.1.2: the contiguous dimension of A in shared memory",
+                      lambda p: p.get("a_major", "k") if p["family"] == "wgmma" else None),
             Parameter("wgmma N", tuple(range(8, 257, 8)), "PTX ISA 9.7.15.5: the N of the .m64nNk shapes",
                       lambda p: p.get("n") if p["family"] == "wgmma" else None),
         ), _illegal)
@@ -175,11 +177,12 @@ class MosaicGpu(GpuTarget):
             import jax.numpy as jnp
 
             dtype = jnp.dtype(JAX_TYPES[p["dtype"]])
-            b_major, a_from = p.get("b_major", "mn"), p.get("a_from", "smem")
+            b_major, a_from, a_major = p.get("b_major", "mn"), p.get("a_from", "smem"), p.get("a_major", "k")
             a, b = _operands(p, data)
-            kernel = _wgmma_kernel(p["dtype"], p["swizzle"], p["m"], p["k"], p["n"], b_major, a_from)
+            kernel = _wgmma_kernel(p["dtype"], p["swizzle"], p["m"], p["k"], p["n"], b_major, a_from, a_major)
             b_global = np.ascontiguousarray(b.T) if b_major == "k" else b  # K-major: B^T's rows are B's columns
-            return np.asarray(kernel(jnp.asarray(a, dtype), jnp.asarray(b_global, dtype)))
+            a_global = np.ascontiguousarray(a.T) if a_major == "mn" else a  # MN-major: A^T's rows are A's columns
+            return np.asarray(kernel(jnp.asarray(a_global, dtype), jnp.asarray(b_global, dtype)))
         kernel = _tma_kernel(p["family"], p["element_bytes"], p["swizzle"], _gmem_shape(p), smem_shape(p),
                              p.get("row_offset", 0), tuple(p.get("tile", ())))
         return np.asarray(kernel(data)).view(np.uint8).reshape(-1)
@@ -201,7 +204,7 @@ class MosaicGpu(GpuTarget):
                           f"{len(wrong)} of {expected.size} shared-memory bytes differ from PTX 5.5.7's placement")
 
 
-WGMMA_ONLY = frozenset({"wgmma type", "B major", "A from", "wgmma N"})
+WGMMA_ONLY = frozenset({"wgmma type", "B major", "A from", "A major", "wgmma N"})
 
 
 def validate_wgmma(p: Mapping[str, Any]) -> None:
@@ -209,9 +212,11 @@ def validate_wgmma(p: Mapping[str, Any]) -> None:
     if p["dtype"] not in WGMMA_TYPES or p["swizzle"] not in (32, 64, 128):
         raise ValueError(f"wgmma: a type of {WGMMA_TYPES}, swizzle 32/64/128")
     tile = p["swizzle"] // WGMMA_BYTES[p["dtype"]]
-    b_major, a_from = p.get("b_major", "mn"), p.get("a_from", "smem")
-    if b_major not in ("mn", "k") or a_from not in ("smem", "registers"):
-        raise ValueError("B major is mn or k, A comes from smem or registers")
+    b_major, a_from, a_major = p.get("b_major", "mn"), p.get("a_from", "smem"), p.get("a_major", "k")
+    if b_major not in ("mn", "k") or a_major not in ("mn", "k") or a_from not in ("smem", "registers"):
+        raise ValueError("B and A major are mn or k, A comes from smem or registers")
+    if a_major == "mn" and (p["dtype"] not in TRANSPOSABLE or a_from != "smem"):
+        raise ValueError("only a 16-bit A in shared memory may be MN-major (PTX: imm-trans-a)")
     if b_major == "mn" and p["dtype"] not in TRANSPOSABLE:
         raise ValueError("only 16-bit types may have an MN-major B (PTX: imm-trans-b)")
     if a_from == "registers" and (p["dtype"] not in REGISTER_A or (p["dtype"] == "s8" and p["swizzle"] == 32)):
@@ -239,6 +244,8 @@ def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
     if pair.get("B major") == "mn" and (dtype is not None and dtype not in TRANSPOSABLE):
         return True
     if pair.get("A from") == "registers" and dtype is not None and dtype not in REGISTER_A:
+        return True
+    if pair.get("A major") == "mn" and (pair.get("A from") == "registers" or (dtype is not None and dtype not in TRANSPOSABLE)):
         return True
     n = pair.get("wgmma N")
     if n is not None and dtype is not None and n not in WGMMA_N[dtype]:
@@ -302,10 +309,12 @@ def _tma_kernel(family: str, element_bytes: int, swizzle: int, gmem_shape: tuple
 
 
 @cache
-def _wgmma_kernel(dtype_name: str, swizzle: int, m: int, k: int, n: int, b_major: str = "mn", a_from: str = "smem") -> Any:
-    """A kernel: A through TMA into swizzled (64, S) tiles (or from global memory into registers, in Mosaic's WGMMA
-    layout), B through TMA into swizzled (S, S) tiles (MN-major) or, from B transposed, (8, S) tiles with K
-    contiguous (K-major, as Mosaic's own tests lay it), one wgmma chain, D stored."""
+def _wgmma_kernel(dtype_name: str, swizzle: int, m: int, k: int, n: int, b_major: str = "mn", a_from: str = "smem",
+                  a_major: str = "k") -> Any:
+    """A kernel: A through TMA into swizzled (64, S) tiles (K-major), or from A transposed into (8, S) tiles with M
+    contiguous (MN-major), or from global memory into registers in Mosaic's WGMMA layout; B through TMA into swizzled
+    (S, S) tiles (MN-major) or, from B transposed, (8, S) tiles with K contiguous (K-major); the transposed forms as
+    Mosaic's own tests lay them; one wgmma chain, D stored."""
     jax = _jax()
     import jax.experimental.mosaic.gpu as mgpu
     import jax.numpy as jnp
@@ -320,8 +329,10 @@ def _wgmma_kernel(dtype_name: str, swizzle: int, m: int, k: int, n: int, b_major
     def kernel(ctx: Any, a: Any, b: Any, out: Any, scratch: Any) -> None:
         a_smem, b_smem, barriers = scratch
         if a_from == "smem":
-            ctx.async_copy(src_ref=a, dst_ref=a_smem, swizzle=swizzle, gmem_transform=mgpu.TileTransform((64, tile)),
-                           barrier=barriers[0])
+            a_transform: Any = mgpu.TileTransform((64, tile))
+            if a_major == "mn":  # A^T (k, m) in (8, S) tiles, the grid of tiles transposed to (m, k)
+                a_transform = (mgpu.TileTransform((8, tile)), mgpu.TransposeTransform((1, 0, 2, 3)))
+            ctx.async_copy(src_ref=a, dst_ref=a_smem, swizzle=swizzle, gmem_transform=a_transform, barrier=barriers[0])
         if b_major == "mn":
             b_transform: Any = mgpu.TileTransform((tile, tile))
         else:  # B^T (n, k) in (8, S) tiles, the grid of tiles transposed to (k, n)
@@ -334,7 +345,7 @@ def _wgmma_kernel(dtype_name: str, swizzle: int, m: int, k: int, n: int, b_major
             layout = fa.WGMMA_LAYOUT_8BIT if dtype.itemsize == 1 else fa.WGMMA_LAYOUT
             lhs = fa.FragmentedArray.load_untiled(a, layout=layout, optimized=False, is_signed=signed)
         else:
-            lhs = a_smem
+            lhs = a_smem if a_major == "k" else mgpu.memref_transpose(a_smem, (0, 1, 3, 2))
         rhs = b_smem if b_major == "mn" else mgpu.memref_transpose(b_smem, (0, 1, 3, 2))
         accumulator = ir.IntegerType.get_signless(32) if signed else ir.F32Type.get()
         acc = mgpu.wgmma(mgpu.WGMMAAccumulator.zero(m=m, n=n, dtype=accumulator, is_signed=signed), lhs, rhs,
@@ -346,7 +357,9 @@ def _wgmma_kernel(dtype_name: str, swizzle: int, m: int, k: int, n: int, b_major
     sds = jax.ShapeDtypeStruct
     b_tiles = (k // tile, n // tile, tile, tile) if b_major == "mn" else (k // tile, n // 8, 8, tile)
     b_global = (k, n) if b_major == "mn" else (n, k)
-    scratch = (sds((m // 64, k // tile, 64, tile), dtype), sds(b_tiles, dtype), mgpu.TMABarrier(2))
+    a_tiles = (m // 64, k // tile, 64, tile) if a_major == "k" else (m // tile, k // 8, 8, tile)
+    a_global = (m, k) if a_major == "k" else (k, m)
+    scratch = (sds(a_tiles, dtype), sds(b_tiles, dtype), mgpu.TMABarrier(2))
     with _building():
-        return mgpu.as_gpu_kernel(kernel, (1, 1, 1), (128, 1, 1), (sds((m, k), dtype), sds(b_global, dtype)),
+        return mgpu.as_gpu_kernel(kernel, (1, 1, 1), (128, 1, 1), (sds(a_global, dtype), sds(b_global, dtype)),
                                   sds((m, n), jnp.int32 if signed else jnp.float32), scratch)

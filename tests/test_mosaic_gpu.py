@@ -60,8 +60,8 @@ def test_the_target_finds_a_moved_byte_and_a_wrong_product():
 
 def test_generated_cases_are_valid_and_draw_every_value():
     target = registry.load("mosaic.gpu")
-    cases = [make_case(target, 4, i) for i in range(400)]
-    for case in cases:
+    cases = [make_case(target, 4, i) for i in range(1500)]
+    for case in cases[:400] + [c for c in cases if c.params["family"] == "wgmma"]:  # the TMA families' checks are slow
         target.validate(case)
     families = {target.family(c) for c in cases}
     assert {f"tma {s} swizzle" for s in ("no", 32, 64, 128)} <= families
@@ -73,14 +73,19 @@ def test_generated_cases_are_valid_and_draw_every_value():
     assert {("f16", 128, "mn", "smem"), ("bf16", 64, "mn", "registers"), ("s8", 64, "k", "registers")} <= drawn
     assert all(p["b_major"] == "k" for p in wgmma if p["dtype"] not in ("f16", "bf16"))  # PTX: no transposed 8/32-bit
     assert all(p["a_from"] == "smem" for p in wgmma if p["dtype"] == "tf32" or (p["dtype"], p["swizzle"]) == ("s8", 32))
+    transposed_a = {(p["dtype"], p["swizzle"], p["b_major"]) for p in wgmma if p["a_major"] == "mn"}
+    assert {(t, s) for t, s, _ in transposed_a} == {(t, s) for t in ("f16", "bf16") for s in (32, 64, 128)}
+    assert all(p["a_from"] == "smem" and p["dtype"] in ("f16", "bf16") for p in wgmma if p["a_major"] == "mn")
     assert {p["n"] for p in wgmma if p["b_major"] == "k"} >= {8, 24, 40}  # N below a swizzle row, and odd multiples of 8
     assert all(p["n"] in (8, 16, 24, *range(32, 257, 16)) for p in wgmma if p["dtype"] == "s8")  # s8 shapes: n24, then 16s
-    base = {"family": "wgmma", "dtype": "f16", "swizzle": 128, "b_major": "mn", "a_from": "smem", "m": 64, "k": 64,
-            "n": 64, "data_seed": 0}
+    base = {"family": "wgmma", "dtype": "f16", "swizzle": 128, "b_major": "mn", "a_from": "smem", "a_major": "k", "m": 64,
+            "k": 64, "n": 64, "data_seed": 0}
+    target.validate(_case({**base, "a_major": "mn"}))
     target.validate(_case(base))
     for bad in ({"k": 48}, {"dtype": "tf32"}, {"dtype": "e4m3", "b_major": "mn"}, {"dtype": "tf32", "b_major": "k",
                 "a_from": "registers"}, {"dtype": "s8", "swizzle": 32, "b_major": "k", "a_from": "registers", "k": 32},
-                {"dtype": "s8", "b_major": "k", "k": 128, "n": 40}, {"n": 72}):
+                {"dtype": "s8", "b_major": "k", "k": 128, "n": 40}, {"n": 72}, {"a_major": "mn", "a_from": "registers"},
+                {"dtype": "e5m2", "b_major": "k", "k": 128, "a_major": "mn"}):
         with pytest.raises(ValueError):
             target.validate(_case({**base, **bad}))
 
