@@ -138,6 +138,22 @@ def tma_cluster_probe(in_desc, out, BUFFERS: ttgl.constexpr, SLOT: ttgl.constexp
 
 
 @gluon.jit
+def tma_multicast_probe(in_desc, out, BUFFERS: ttgl.constexpr, SLOT: ttgl.constexpr, COORD: ttgl.constexpr,
+                        L: ttgl.constexpr, BAR: ttgl.constexpr, BYTES: ttgl.constexpr, S0: ttgl.constexpr,
+                        S1: ttgl.constexpr):
+    """``tma_cluster_probe`` with a multicast load: the CTAs that hold the same part of the block get it from one load
+    (Triton 3.7.1 on; compiled on a CPU and its PTX checked, ``triton.tma_multicast``)."""
+    smem = ttgl.allocate_shared_memory(in_desc.dtype, [BUFFERS, S0, S1], in_desc.layout)
+    bar = ttgl.allocate_shared_memory(ttgl.int64, [1], BAR)
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, BYTES)
+    tma_load(in_desc, COORD, bar, smem.index(SLOT), multicast=True)
+    mbarrier.wait(bar, phase=0)
+    mbarrier.invalidate(bar)
+    ttgl.store(out + _offsets_2d(L, S0, S1), smem.index(SLOT).load(L))
+
+
+@gluon.jit
 def _to_mma(x, MMA: ttgl.constexpr, ROUND: ttgl.constexpr):
     """Storage type -> MMA type through fp32 (exact for the small integers the cases use)."""
     if ROUND is None:

@@ -24,6 +24,7 @@ BUILTIN: dict[str, str] = {
     "triton.convert_layout_shuffle": "layoutfuzz.gpu.triton_targets:TritonConvertLayoutShuffle",
     "triton.convert_layout_cluster": "layoutfuzz.gpu.triton_clusters:TritonConvertLayoutCluster",
     "triton.tma_cluster": "layoutfuzz.gpu.triton_tma_cluster:TritonTmaCluster",
+    "triton.tma_multicast": "layoutfuzz.gpu.triton_tma_multicast:TritonTmaMulticast",
     "triton.shared_memory": "layoutfuzz.gpu.triton_targets:TritonSharedMemory",
     "triton.tma": "layoutfuzz.gpu.triton_tma:TritonTma",
     "triton.wgmma": "layoutfuzz.gpu.triton_wgmma:TritonWgmma",

@@ -126,32 +126,12 @@ def test_a_zero_cta_base_below_a_split_loads_the_wrong_part_under_triton_3_6():
 
 
 def _rows_loaded(ptx: str, ranks: int) -> list[int]:
-    """The row coordinate of the PTX's TMA load in each CTA of the cluster, evaluated from the integer instructions that
-    compute it from ``%cluster_ctarank`` (a small interpreter: an instruction it does not know fails the test)."""
-    import re
+    """The row coordinate of the PTX's TMA load in each CTA of the cluster, as its integer instructions compute it from
+    ``%cluster_ctarank`` (``gpu.ptx_eval``: an instruction it does not know fails the test)."""
+    from layoutfuzz.gpu.ptx_eval import Kernel
 
-    ops = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b, "shl": lambda a, b: a << b,
-           "shr": lambda a, b: a >> b, "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b}
-    defs = {}
-    for line in ptx.splitlines():
-        found = re.match(r"\s*(\w+)(?:\.\w+)*\s+(%r\d+),\s*([^;]+);", line)
-        if found:
-            defs[found[2]] = (found[1], [x.strip() for x in found[3].split(",")])
-    (coords,) = re.findall(r"cp\.async\.bulk\.tensor\.2d[^\n]*\{(%r\d+|\d+), (%r\d+|\d+)\}", ptx)
-
-    def value(operand: str, rank: int) -> int:
-        if operand == "%cluster_ctarank":
-            return rank
-        if not operand.startswith("%"):
-            return int(operand, 0) & 0xFFFFFFFF
-        op, args = defs[operand]
-        if op == "mov":
-            return value(args[0], rank)
-        if op == "bfe":
-            return (value(args[0], rank) >> value(args[1], rank)) & ((1 << value(args[2], rank)) - 1)
-        return ops[op](value(args[0], rank), value(args[1], rank)) & 0xFFFFFFFF
-
-    return [value(coords[1], rank) for rank in range(ranks)]
+    rows = {load.rank: load.coords[1] for load in Kernel(ptx).tensor_loads(32, ranks)}
+    return [rows[rank] for rank in range(ranks)]
 
 
 def test_triton_3_6_takes_a_ctas_part_from_the_low_bit_of_its_rank_where_the_cga_layout_puts_copies(tmp_path, monkeypatch):
