@@ -40,9 +40,8 @@ def wgmma_shape(source: Source) -> dict[str, Any]:
     """A wgmma case: the input type, the swizzle, B's major dimension in shared memory (``mn``: B as it lies, in
     (S, S) tiles; ``k``: B transposed in global memory, in (8, S) tiles), where A comes from, A's major dimension
     (``k``: A as it lies, in (64, S) tiles; ``mn``: A transposed in global memory, in (8, S) tiles, 16-bit types
-    from shared memory only), and m, k, n. S is the
-    elements of a swizzle row; k is 1, 2 or 4 of them; n is a multiple of S for an MN-major B, else any N of the
-    type's shapes (``oracles.wgmma.WGMMA_N``)."""
+    from shared memory only), and m, k, n. S is the elements of a swizzle row; k is 1, 2 or 4 of them; n is a
+    multiple of S for an MN-major B, else any N of the type's shapes (``oracles.wgmma.WGMMA_N``)."""
     dtype = source.choice(WGMMA_TYPES)
     swizzle = source.choice((128, 64, 32))
     tile = swizzle // WGMMA_BYTES[dtype]

@@ -9,8 +9,8 @@
   product must be A @ B exactly (small integers, exact in every input type and in the f32 or s32 accumulator). The
   input types are f16, bf16, tf32, e4m3, e5m2 and s8. B lies MN-major (16-bit types only) or K-major (B transposed
   in global memory, (8, S) tiles, Mosaic's ``TransposeTransform`` and ``memref_transpose``). A comes from shared
-  memory, K-major or (16-bit types) MN-major the same way, or from registers in Mosaic's WGMMA register layout. A wrong descriptor, swizzle, tile order or register
-  fragment in Mosaic gives a wrong product.
+  memory, K-major or (16-bit types) MN-major the same way, or from registers in Mosaic's WGMMA register layout. A
+  wrong descriptor, swizzle, tile order or register fragment in Mosaic gives a wrong product.
 
 Kernels are compiled once per shape in each worker; XLA's allocator is told not to take the GPU's memory up front.
 """
