@@ -101,6 +101,15 @@ def probe_arguments(p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     return ttgl.NVMMASharedLayout(p["swizzle"], p["elem_bits"], 2, cga_layout=bases), constexprs
 
 
+def probe_signature(p: Mapping[str, Any], layout: Any) -> dict[str, str]:
+    """The probe's argument types for a compile without a device: the tensor descriptor of the block in ``layout``
+    (``probe_arguments``), and the output pointer."""
+    from layoutfuzz.gpu.direct_ttgir import INT_NAMES
+
+    ty = INT_NAMES[p["elem_bits"]]
+    return {"in_desc": f"tensordesc<{ty}[{p['block'][0]}, {p['block'][1]}],{layout!r}>", "out": "*" + ty}
+
+
 class TritonTmaCluster(GluonKernelTarget):
     name = "triton.tma_cluster"
     layer = "Triton's TMA lowering over a cluster (CTA-split NVMMA layouts, shared-memory subviews)"

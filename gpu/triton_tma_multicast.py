@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.gpu.triton_tma_cluster import TritonTmaCluster, cga_bases, cta_part, probe_arguments
+from layoutfuzz.gpu.triton_tma_cluster import TritonTmaCluster, cga_bases, cta_part, probe_arguments, probe_signature
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Availability
 from layoutfuzz.oracles.tma import block_boxes
@@ -80,8 +80,7 @@ class TritonTmaMulticast(TritonTmaCluster):
         single_threaded_mlir()
         layout, constexprs = probe_arguments(p)
         ctas = 1 << len(p["splits"])
-        ty = {8: "i8", 16: "i16", 32: "i32"}[p["elem_bits"]]
-        signature = {"in_desc": f"tensordesc<{ty}[{p['block'][0]}, {p['block'][1]}],{layout!r}>", "out": "*" + ty}
+        signature = probe_signature(p, layout)
         diagnostics: list[str] = []
         try:
             with scratch_triton_cache(), stderr_text() as diagnostics:

@@ -69,7 +69,7 @@ def test_triton_encodes_the_tensor_map_the_oracle_expects_for_a_ctas_part(tmp_pa
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     from layoutfuzz.gpu.gluon_probes import tma_cluster_probe
     from layoutfuzz.gpu.triton_targets import compile_for_sm90
-    from layoutfuzz.gpu.triton_tma_cluster import probe_arguments
+    from layoutfuzz.gpu.triton_tma_cluster import probe_arguments, probe_signature
 
     target = TritonTmaCluster()
     seen = set()
@@ -80,10 +80,7 @@ def test_triton_encodes_the_tensor_map_the_oracle_expects_for_a_ctas_part(tmp_pa
             continue
         seen.add(key)
         layout, constexprs = probe_arguments(p)
-        bits = p["elem_bits"]
-        signature = {"in_desc": f"tensordesc<i{bits}[{p['block'][0]}, {p['block'][1]}],{layout!r}>",
-                     "out": f"*i{bits}"}
-        kernel = compile_for_sm90(tma_cluster_probe, signature, constexprs, p["num_warps"], 1 << len(p["splits"]))
+        kernel = compile_for_sm90(tma_cluster_probe, probe_signature(p, layout), constexprs, p["num_warps"], 1 << len(p["splits"]))
         maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.metadata.tensordesc_meta]
         assert maps == target.tensor_maps(p), p
         assert kernel.metadata.num_ctas == 1 << len(p["splits"])

@@ -9,6 +9,7 @@ import pytest
 from layoutfuzz.generators.case import Case
 from layoutfuzz.gpu.ptx_eval import Kernel, Thread
 from layoutfuzz.gpu.triton_tma_multicast import TritonTmaMulticast, deliveries_expected
+from layoutfuzz.harness import registry
 from layoutfuzz.harness.runner import make_case
 
 PTX = """
@@ -82,13 +83,8 @@ def test_a_box_twice_missing_or_elsewhere_is_a_divergence():
 def test_it_draws_triton_tma_clusters_cases():
     target = TritonTmaMulticast()
     assert target.case_model == "triton.tma_cluster"
-    assert [make_case(target, 3, i).params for i in range(20)] == [make_case(registry_cluster(), 3, i).params for i in range(20)]
-
-
-def registry_cluster():
-    from layoutfuzz.harness import registry
-
-    return registry.load("triton.tma_cluster")
+    cluster = registry.load("triton.tma_cluster")
+    assert [make_case(target, 3, i).params for i in range(20)] == [make_case(cluster, 3, i).params for i in range(20)]
 
 
 def test_gluons_multicast_loads_send_each_cta_its_part():
