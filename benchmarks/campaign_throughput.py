@@ -7,6 +7,7 @@ in-process; they are left out of that rate (and counted in the runs, where a cra
 
 For the Triton kernel targets it adds distinct kernels/s: cases of distinct parameters that ran (each compiled
 once, as every run starts with empty Triton and kernel caches), counted from the parameters regenerated from seed 0.
+For every target, the seconds from the command's start to its first recorded outcome (what starting costs).
 
     python benchmarks/campaign_throughput.py [--targets A,B] [--budget 20] [--jobs 2] [--baseline TREE] [--out FILE] [--no-single]
 """
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -46,6 +48,8 @@ class Run:
     cases: int
     crashes: int
     good: set[int]
+    first_result_s: float  # from the command's start to its first recorded outcome: the start's cost
+    errors: int  # harness errors: a run with any is broken, however fast
 
 
 def through_run(target: str, budget: float, jobs: int, out: Path, extra: list[str], tree: Path = ROOT,
@@ -56,14 +60,20 @@ def through_run(target: str, budget: float, jobs: int, out: Path, extra: list[st
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(import_root(tree)), str(tree), os.environ.get("PYTHONPATH", "")])),
                TRITON_CACHE_DIR=str(out) + "-triton-cache",  # each run compiles its kernels: no run finds another's
                LAYOUTFUZZ_CACHE=str(seeded_cache(Path(str(out) + "-cache"))))
+    started = time.time()
     done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env=env)
     match = re.search(r"(\d+) cases in ([\d.]+) s", done.stderr)
     if done.returncode not in (0, 1) or not match:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    rows = sqlite3.connect(out / "layoutfuzz.sqlite").execute("SELECT idx, outcome FROM outcomes").fetchall()
+    db = sqlite3.connect(out / "layoutfuzz.sqlite")
+    rows = db.execute("SELECT idx, outcome FROM outcomes").fetchall()
+    (first,) = db.execute("SELECT min(recorded_at) FROM outcomes").fetchone()
+    first_s = datetime.fromisoformat(first.replace("Z", "+00:00")).timestamp() - started if first else float("nan")
     good = {i for i, o in rows if o not in ("crash", "timeout")}
-    kernels = distinct_params(target, [i for i, o in rows if o not in ("crash", "timeout", "unsupported")]) if target in KERNEL_TARGETS else 0
-    return Run(int(match[1]) / float(match[2]), kernels / float(match[2]), int(match[1]), len(rows) - len(good), good)
+    # a kernel counts where it was compiled and ran, or refused (a divergence): never a harness error
+    kernels = distinct_params(target, [i for i, o in rows if o in ("pass", "diverge")]) if target in KERNEL_TARGETS else 0
+    return Run(int(match[1]) / float(match[2]), kernels / float(match[2]), int(match[1]), len(rows) - len(good), good,
+               first_s, sum(o == "error" for _, o in rows))
 
 
 def distinct_params(target_name: str, indices: list[int]) -> int:
@@ -146,12 +156,18 @@ def main() -> None:
             if single:
                 row["run / --batch 1"] = round(batched.rate / single.rate, 2)
             row["crashes in run"] = f"{batched.crashes} of {batched.cases}"
+            row["errors in run"] = batched.errors
+            if args.baseline:
+                row["errors in baseline"] = before.errors
             if args.baseline:
                 row["run / baseline"] = round(batched.rate / before.rate, 2)
             if name in KERNEL_TARGETS:
                 row["run distinct kernels/s"] = round(batched.kernel_rate, 1)
                 if args.baseline:
                     row["baseline distinct kernels/s"] = round(before.kernel_rate, 1)
+            row["run first result s"] = round(batched.first_result_s, 1)
+            if args.baseline:
+                row["baseline first result s"] = round(before.first_result_s, 1)
             rows.append(row)
             print(f"{name}: done", file=sys.stderr)
     table = pd.DataFrame(rows).to_markdown(index=False)

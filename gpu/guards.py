@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 GUARD_BYTES = 4096
 CANARY = 0xC3  # an output's guard byte
 # a quiet NaN of each float type, little-endian (IEEE 754 binary16/binary32, bfloat16, OCP FP8: E4M3 has S.1111.111 alone,
@@ -26,7 +28,7 @@ class GuardFault(BaseException):
 
 
 def poison_bytes(dtype: Any) -> bytes:
-    """The poison pattern of a torch dtype: one NaN element of a float type, else ``INTEGER_POISON``."""
+    """The poison pattern of a torch or NumPy dtype: one NaN element of a float type, else ``INTEGER_POISON``."""
     return NAN_BYTES.get(str(dtype).removeprefix("torch."), INTEGER_POISON)
 
 
@@ -42,17 +44,29 @@ class Guarded:
 
     def check(self) -> None:
         """Raises ``GuardFault`` if a byte outside the tensor changed (the guards, and the padding after the tensor)."""
-        import torch
+        check_guards(self.buffer.cpu().numpy(), self.pattern, self.size, self.name)
 
-        whole = self.buffer.cpu()
-        want = torch.frombuffer(bytearray(_tiled(self.pattern, whole.numel())), dtype=torch.uint8)
-        outside = torch.ones(whole.numel(), dtype=torch.bool)
-        outside[GUARD_BYTES:GUARD_BYTES + self.size] = False
-        changed = ((whole != want) & outside).nonzero().flatten().tolist()
-        if changed:
-            where = ", ".join(f"{GUARD_BYTES - i} before" if i < GUARD_BYTES else f"{i - GUARD_BYTES - self.size + 1} after"
-                              for i in changed[:4])
-            raise GuardFault(f"the kernel wrote past its output {self.name}: {len(changed)} guard bytes changed ({where} it)")
+
+def guard_image(data: np.ndarray, pattern: bytes) -> np.ndarray:
+    """The bytes of a guarded buffer holding ``data`` (its bytes, C order): ``GUARD_BYTES`` of ``pattern`` (repeated),
+    the data, ``pattern`` up to the next multiple of 256 bytes, and ``GUARD_BYTES`` of ``pattern`` again."""
+    raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    padded = -(-raw.size // 256) * 256
+    whole = np.frombuffer(_tiled(pattern, GUARD_BYTES + padded + GUARD_BYTES), dtype=np.uint8).copy()
+    whole[GUARD_BYTES:GUARD_BYTES + raw.size] = raw
+    return whole
+
+
+def check_guards(whole: np.ndarray, pattern: bytes, size: int, name: str) -> None:
+    """Raises ``GuardFault`` if a byte of ``whole`` (a guarded buffer's bytes, read back after the kernel) outside its
+    ``size`` data bytes differs from ``pattern``."""
+    want = np.frombuffer(_tiled(pattern, whole.size), dtype=np.uint8)
+    changed = np.flatnonzero(whole != want)
+    changed = changed[(changed < GUARD_BYTES) | (changed >= GUARD_BYTES + size)].tolist()
+    if changed:
+        where = ", ".join(f"{GUARD_BYTES - i} before" if i < GUARD_BYTES else f"{i - GUARD_BYTES - size + 1} after"
+                          for i in changed[:4])
+        raise GuardFault(f"the kernel wrote past its output {name}: {len(changed)} guard bytes changed ({where} it)")
 
 
 def _tiled(pattern: bytes, size: int) -> bytes:

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import zlib
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
@@ -98,8 +99,8 @@ def folder_version(folder: Path) -> str:
 
 
 class CubinLauncher:
-    """Launches prebuilt kernels on the current device through cuda.core (no Triton); buffers are
-    torch tensors, passed by address."""
+    """Launches prebuilt kernels on the current device through cuda.core (no Triton, no torch); buffers are anything
+    with a ``data_ptr()`` (``gpu.device_arrays``, or torch tensors), passed by address."""
 
     def __init__(self) -> None:
         from cuda.core import Device
@@ -130,20 +131,22 @@ class CubinLauncher:
         ``tensors`` (the kernel's pointer arguments, in order), waited for. Scratch buffers Triton asked for are
         allocated (one share per CTA, as Triton's launcher sizes them); absent ones are null."""
         import numpy as np
-        import torch
         from cuda.core import LaunchConfig, launch
 
         from layoutfuzz.gpu.device import DeviceFault
+        from layoutfuzz.gpu.device_arrays import zeros
 
         args = [np.uint64(t.data_ptr()) for t in tensors]
-        scratch = [torch.zeros(size * kernel.num_ctas, dtype=torch.uint8, device="cuda") if size else None
-                   for size in (kernel.global_scratch, kernel.profile_scratch)]
         extra = kernel.params - len(args)
         if extra < 0:
             raise ValueError(f"{kernel.name} takes {kernel.params} parameters, {len(args)} given")
-        args += [np.uint64(s.data_ptr() if s is not None else 0) for s in scratch][:extra]
+        scratch = [zeros(size * kernel.num_ctas, self.stream) if size else None
+                   for size in (kernel.global_scratch, kernel.profile_scratch)[:extra]]
+        args += [np.uint64(int(s.handle) if s is not None else 0) for s in scratch]
         args += [np.uint64(0)] * (kernel.params - len(args))
-        torch.cuda.synchronize()  # inputs were filled through torch's stream
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_initialized():
+            torch.cuda.synchronize()  # buffers filled through torch's stream
         try:
             cluster = {"cluster": kernel.num_ctas} if kernel.num_ctas > 1 else {}
             config = LaunchConfig(grid=kernel.num_ctas, block=32 * kernel.num_warps, shmem_size=kernel.shared, **cluster)

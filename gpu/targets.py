@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -60,6 +61,17 @@ def cuda_device_availability(min_major: int = 9, needs: tuple[str, ...] = ("torc
     return Availability(True)
 
 
+def retain_primary_context(ordinal: int = 0) -> None:
+    """Device ``ordinal``'s primary context made and held for this process's life (the driver's calls give up the GIL)."""
+    from cuda.bindings import driver
+
+    (err,) = driver.cuInit(0)
+    if err == driver.CUresult.CUDA_SUCCESS:
+        err, device = driver.cuDeviceGet(ordinal)
+    if err == driver.CUresult.CUDA_SUCCESS:
+        driver.cuDevicePrimaryCtxRetain(device)
+
+
 class GpuTarget(Target):
     """Base of the targets that run on an sm_90 device. Package versions are in every report
     already (``reports.report.environment_versions``); this adds the device's name."""
@@ -69,6 +81,11 @@ class GpuTarget(Target):
 
     def availability(self) -> Availability:
         return cuda_device_availability(9, self.needs)
+
+    def warm_up_worker(self) -> None:
+        """The worker's CUDA context (device 0's primary context, which torch and cuda.core then share), made on a
+        thread while the first batch is generated (and compiled): 0.3 s alone, up to 1.6 s with 16 workers at once."""
+        threading.Thread(target=retain_primary_context, name="CUDA context", daemon=True).start()
 
     def versions(self) -> Mapping[str, str]:
         try:

@@ -35,7 +35,7 @@ class TritonConvertLayoutCluster(TritonConvertLayout):
     name = "triton.convert_layout_cluster"
     layer = "Triton's lowering (convert_layout across the CTAs of a cluster, num_ctas > 1)"
     description = "Gluon convert_layout between distributed layouts over a cluster of 2-8 CTAs on the GPU: data and holders"
-    requires = ("cuda device sm_90", "triton", "torch")
+    requires = ("cuda device sm_90", "triton")
 
     def generate(self, source: Source) -> dict[str, Any]:
         """A and B over 2, 4 or 8 CTAs with the same ``block`` bases (Triton 3.6.0 fails to legalize a conversion that

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from math import prod
@@ -17,11 +19,11 @@ from layoutfuzz.generators.shrink import drop_basis, joint_out_dim_halvings, rep
 from layoutfuzz.generators.source import Source, permutation
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.validity import check_layout_kind, check_shape, power_of_two
+from layoutfuzz.gpu.device_arrays import device_input, device_output
 from layoutfuzz.gpu.direct_ttgir import DirectTtgir, compile_ttgir, convert_probe_ttgir
-from layoutfuzz.gpu.guards import guarded_input, guarded_output
 from layoutfuzz.gpu.kernel_cache import cached_kernel, through_jit
 from layoutfuzz.gpu.prebuilt import CompiledKernel, active_folder, folder_version, from_triton, kernel_path
-from layoutfuzz.gpu.targets import GpuTarget, cuda_device_availability
+from layoutfuzz.gpu.targets import GpuTarget, cuda_device_availability, retain_primary_context
 from layoutfuzz.harness.capture import stderr_text
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.signatures import compile_error, normalise
@@ -31,6 +33,10 @@ from layoutfuzz.oracles.algorithms import conversion_plan
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
 INT_TYPES = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
+# a target whose kernels launch through cuda.core on NumPy's buffers (gpu.device_arrays) needs no torch: its fork server
+# is seconds quicker to start without it
+PREBUILT_NEEDS = ("triton", "cuda.core")
+PREBUILT_PRELOAD = ("numpy", "cuda.core", "cuda.bindings.driver")
 POINTERS = {8: "*i8", 16: "*i16", 32: "*i32", 64: "*i64"}  # Triton signature types of the same
 
 
@@ -52,6 +58,20 @@ class KernelSpec:
 def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, Any]:
     """What a prebuilt kernel of lowering ``variant`` is filed under: the case's params and the variant."""
     return {**params, "lowering": variant} if variant else dict(params)
+
+
+def _quietly(call: Callable[[], Any]) -> None:
+    """``call()``, whose failure a worker meets again, and reports, at its first case."""
+    with contextlib.suppress(Exception):
+        call()
+
+
+def _torch_on_device() -> None:
+    """Device 0's primary context, then torch's CUDA initialised on it (torch waits for a thread initialising it)."""
+    retain_primary_context()
+    import torch
+
+    torch.cuda.init()
 
 
 @cache
@@ -85,8 +105,8 @@ class GluonKernelTarget(GpuTarget):
     variants: ClassVar[tuple[str, ...]] = ("",)  # the lowerings each case runs in ('' is Triton's own)
 
     def warm_up(self) -> None:
-        """Triton's compiler and the probes imported, and this Triton build hashed for the kernel cache (about half a
-        second of each worker's first compile): no thread, no CUDA."""
+        """Triton's compiler and the probes imported, and this Triton build hashed for the kernel cache and Triton's
+        own (0.7 to 1.7 s on an H100 machine): no thread, no CUDA."""
         single_threaded_mlir()
         try:
             import triton.compiler.compiler  # noqa: F401
@@ -97,6 +117,14 @@ class GluonKernelTarget(GpuTarget):
             return
         cache_folder()
 
+    def warm_up_worker(self) -> None:
+        """The worker's CUDA context, and for kernels launched through Triton's JIT torch's CUDA state too (0.9 s a
+        worker on an H100 machine: its device count through NVML, then ``torch._C._cuda_init``), begun on a thread."""
+        if self.prebuilt:
+            super().warm_up_worker()
+            return
+        threading.Thread(target=_quietly, args=(_torch_on_device,), name="CUDA context", daemon=True).start()
+
     def availability(self) -> Availability:
         folder = active_folder()
         if folder is None:
@@ -105,7 +133,7 @@ class GluonKernelTarget(GpuTarget):
             return Availability(False, "its kernels are not yet launched without Triton (they take tensor descriptors)")
         if not folder.is_dir():
             return Availability(False, f"no prebuilt kernels in {folder}")
-        return cuda_device_availability(9, ("torch", "cuda.core"))
+        return cuda_device_availability(9, ("cuda.core",))
 
     def versions(self) -> Mapping[str, str]:
         folder = active_folder()
@@ -148,17 +176,15 @@ class GluonKernelTarget(GpuTarget):
         such a writer (``spec``: its ``kernel_spec`` where the caller has it); None compiles through Gluon."""
         return None
 
-    def execute(self, case: Case, *buffers: Any, variant: str = "") -> None:
-        """Runs the case's kernel once on ``buffers`` (its pointer arguments), in Triton's own lowering or the
-        lowering ``variant``: prebuilt (``$LAYOUTFUZZ_KERNELS``), else from the kernel cache (compiled by this
-        Triton on a miss) where the target's kernels take only pointers, else (or with
-        ``$LAYOUTFUZZ_TRITON_JIT=1``) through Triton's JIT and launcher."""
+    def kernel_for(self, case: Case, variant: str = "") -> CompiledKernel | None:
+        """The case's kernel in Triton's own lowering or the lowering ``variant``: prebuilt (``$LAYOUTFUZZ_KERNELS``),
+        else from the kernel cache (compiled by this Triton on a miss) where the target's kernels take only pointers;
+        None where Triton's JIT launches it (or with ``$LAYOUTFUZZ_TRITON_JIT=1``). ``Rejected`` where the compiler
+        refused it. Asked before any buffer is made, a new worker's first compile overlaps its CUDA context's
+        making (``warm_up_worker``)."""
         folder = active_folder()
         if folder is None and not variant and (not self.prebuilt or through_jit()):
-            spec = self.kernel_spec(case)
-            clusters = {"num_ctas": spec.num_ctas} if spec.num_ctas > 1 else {}
-            self.launch(spec.kernel, *buffers, **spec.constexprs, num_warps=spec.num_warps, **clusters)
-            return
+            return None
         if folder is None:
             kernel = cached_kernel(self, case, variant)
         else:
@@ -168,6 +194,16 @@ class GluonKernelTarget(GpuTarget):
             kernel = CompiledKernel.from_json(path.read_text())
         if kernel.rejected:
             raise Rejected(kernel.rejected)
+        return kernel
+
+    def execute(self, case: Case, *buffers: Any, variant: str = "", kernel: CompiledKernel | None = None) -> None:
+        """Runs the case's kernel (``kernel``, else ``kernel_for``'s) once on ``buffers`` (its pointer arguments)."""
+        kernel = kernel or self.kernel_for(case, variant)
+        if kernel is None:
+            spec = self.kernel_spec(case)
+            clusters = {"num_ctas": spec.num_ctas} if spec.num_ctas > 1 else {}
+            self.launch(spec.kernel, *buffers, **spec.constexprs, num_warps=spec.num_warps, **clusters)
+            return
         _launcher().launch(kernel, *buffers)
 
     def observed(self, case: Case) -> Any:
@@ -279,7 +315,9 @@ class TritonConvertLayout(GluonKernelTarget):
     name = "triton.convert_layout"
     layer = "Triton's lowering (convert_layout)"
     description = "Gluon convert_layout between random distributed linear layouts on the GPU: data and holders"
-    requires = ("cuda device sm_90", "triton", "torch")
+    requires = ("cuda device sm_90", "triton")
+    needs = PREBUILT_NEEDS
+    preload = PREBUILT_PRELOAD
     prebuilt = True
 
     def generate(self, source: Source) -> dict[str, Any]:
@@ -364,22 +402,19 @@ class TritonConvertLayout(GluonKernelTarget):
         return Comparison(False, verdict.mismatch_count, verdict.mismatches, ", ".join(kinds) or verdict.signature, verdict.note)
 
     def run(self, case: Case, variant: str = "") -> Any:
-        import torch
-
         p = case.params
-        shape = list(p["shape"])
-        dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
-        numel = prod(shape)
-        generator = torch.Generator().manual_seed(case.index)
-        info = torch.iinfo(dtype)
-        src = guarded_input(torch.randint(info.min, info.max, (numel,), dtype=dtype, generator=generator).cuda(), "src")
-        outputs = [guarded_output(torch.zeros_like(src.tensor), "dst"),
-                   *(guarded_output(torch.full((numel,), -1, dtype=torch.int32, device="cuda"), name) for name in ("tid_a", "tid_b"))]
-        self.execute(case, src.tensor, *(g.tensor for g in outputs), variant=variant)
-        for g in outputs:
-            g.check()
-        dst, tid_a, tid_b = (g.tensor for g in outputs)
-        return {"data_mismatches": int((dst != src.tensor).sum()), "holders_a": tid_a.cpu().tolist(), "holders_b": tid_b.cpu().tolist()}
+        dtype = np.dtype(INT_TYPES[p["elem_bits"]])
+        numel = prod(p["shape"])
+        info = np.iinfo(dtype)
+        values = np.random.default_rng(case.index).integers(info.min, info.max, numel, dtype=dtype)  # the data follows the index
+        kernel = self.kernel_for(case, variant)
+        stream = _launcher().stream
+        src = device_input(values, "src", stream)
+        outputs = [device_output(np.zeros(numel, dtype), "dst", stream),
+                   *(device_output(np.full(numel, -1, np.int32), name, stream) for name in ("tid_a", "tid_b"))]
+        self.execute(case, src, *outputs, variant=variant, kernel=kernel)
+        dst, tid_a, tid_b = (g.read(stream) for g in outputs)
+        return {"data_mismatches": int((dst != values).sum()), "holders_a": tid_a.tolist(), "holders_b": tid_b.tolist()}
 
     def direct_ttgir(self, case: Case, spec: KernelSpec | None = None) -> str | None:
         p = case.params
@@ -402,7 +437,9 @@ class TritonSharedMemory(GluonKernelTarget):
     name = "triton.shared_memory"
     layer = "Triton's lowering (shared-memory stores and loads)"
     description = "Gluon shared-memory round trips on the GPU: data, and the raw placement vs the memory-layout oracle"
-    requires = ("cuda device sm_90", "triton", "torch")
+    requires = ("cuda device sm_90", "triton")
+    needs = PREBUILT_NEEDS
+    preload = PREBUILT_PRELOAD
     prebuilt = True
 
     def parameter_space(self) -> Space:
@@ -480,20 +517,19 @@ class TritonSharedMemory(GluonKernelTarget):
                                   shared_attr(spec.constexprs["S"]), p["num_warps"])
 
     def run(self, case: Case) -> Any:
-        import torch
-
         p = case.params
         s0, s1 = p["shape"]
         numel = s0 * s1
-        dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
-        src = guarded_input(torch.arange(numel, dtype=torch.int64).to(dtype).cuda(), "src").tensor  # element ids (mod 2^bits)
-        dst, raw = guarded_output(torch.zeros_like(src), "dst"), guarded_output(torch.zeros_like(src), "raw")
-        self.execute(case, src, dst.tensor, raw.tensor)
-        dst.check()
-        raw.check()
-        dst, raw = dst.tensor, raw.tensor
-        placement = (raw.cpu().to(torch.int64) & ((1 << p["elem_bits"]) - 1)).tolist()  # ids are exact: numel <= 2^bits
-        return {"data_mismatches": int((dst != src).sum()), "placement": placement}
+        dtype = np.dtype(INT_TYPES[p["elem_bits"]])
+        ids = np.arange(numel, dtype=np.int64).astype(dtype)  # element ids (mod 2^bits)
+        kernel = self.kernel_for(case)
+        stream = _launcher().stream
+        src = device_input(ids, "src", stream)
+        dst, raw = device_output(np.zeros(numel, dtype), "dst", stream), device_output(np.zeros(numel, dtype), "raw", stream)
+        self.execute(case, src, dst, raw, kernel=kernel)
+        dst, raw = dst.read(stream), raw.read(stream)
+        placement = raw.view(f"uint{p['elem_bits']}").tolist()  # ids, unsigned: exact, as numel <= 2^bits
+        return {"data_mismatches": int((dst != ids).sum()), "placement": placement}
 
 
 class TritonConvertLayoutShuffle(TritonConvertLayout):

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Iterable
 from multiprocessing import spawn
 from multiprocessing.context import BaseContext
+from types import ModuleType
 
 PRELOAD_ENV = "LAYOUTFUZZ_PRELOAD"  # the modules the server imports, read by harness.forkserver_warm
 WARM_ENV = "LAYOUTFUZZ_WARM"  # the target specs whose ``warm_up`` the server runs, after the imports
-MAIN_ENV = "LAYOUTFUZZ_MAIN"  # the parent's main module, "name:MODULE" or "path:FILE"
+MAIN_ENV = "LAYOUTFUZZ_MAIN"  # the parent's main module, "name:MODULE" or "path:FILE" ("cli-..." for the command line)
+CLI = "layoutfuzz.harness.cli"
 
 
 def context(preload: Iterable[str] = (), warm: Iterable[str] = ()) -> BaseContext:
@@ -27,12 +30,20 @@ def context(preload: Iterable[str] = (), warm: Iterable[str] = ()) -> BaseContex
     ctx = multiprocessing.get_context("forkserver")
     os.environ[PRELOAD_ENV] = ",".join(dict.fromkeys(("layoutfuzz.harness.runner", *preload)))
     os.environ[WARM_ENV] = ",".join(dict.fromkeys(warm))
-    # multiprocessing runs the parent's main module again in every child (the ``layoutfuzz`` script:
-    # harness.cli and pandas, seconds per worker); the server runs it once instead (its own "__main__"
-    # preload never does: it looks for a key that get_preparation_data does not write)
+    # multiprocessing runs the parent's main module again in every child (for a script of the user's, whose targets
+    # the workers may need); the server runs it once instead (its own "__main__" preload never does: it looks for a
+    # key that get_preparation_data does not write). Layoutfuzz's own command line defines nothing a worker needs: the
+    # server only marks it as run (its import, pandas included, took the server 1.5 s on an H100 machine)
     data = spawn.get_preparation_data("layoutfuzz")
-    main = ("name:" + data["init_main_from_name"] if "init_main_from_name" in data
-            else "path:" + data.get("init_main_from_path", ""))
-    os.environ[MAIN_ENV] = main
+    how, main = (("name", data["init_main_from_name"]) if "init_main_from_name" in data
+                 else ("path", data.get("init_main_from_path", "")))
+    os.environ[MAIN_ENV] = f"{'cli-' if is_the_cli(sys.modules.get('__main__')) else ''}{how}:{main}"
     ctx.set_forkserver_preload(["layoutfuzz.harness.forkserver_warm"])
     return ctx
+
+
+def is_the_cli(main: ModuleType | None) -> bool:
+    """Whether ``main`` (a process's ``__main__``) is layoutfuzz's command line: ``python -m layoutfuzz.harness.cli``,
+    or the ``layoutfuzz`` script, whose ``main`` is the command line's."""
+    entry = getattr(main, "main", None)
+    return getattr(getattr(main, "__spec__", None), "name", None) == CLI or getattr(entry, "__module__", None) == CLI

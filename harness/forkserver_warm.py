@@ -10,6 +10,7 @@ import importlib
 import os
 import signal
 import sys
+from importlib.machinery import ModuleSpec
 from multiprocessing import spawn
 
 from layoutfuzz.harness.forkserver import MAIN_ENV, PRELOAD_ENV, WARM_ENV
@@ -24,7 +25,11 @@ if _in_fork_server():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     how, _, main = os.environ.get(MAIN_ENV, "").partition(":")
     try:  # as each child would (multiprocessing.spawn.prepare), so that the children find it done
-        if how == "name" and main and main != "__main__" and not main.endswith(".__main__"):
+        if how == "cli-name":  # marked as run, not run: the command line defines nothing a worker needs
+            sys.modules["__main__"].__spec__ = ModuleSpec(main, None)
+        elif how == "cli-path":
+            sys.modules["__main__"].__file__ = main
+        elif how == "name" and main and main != "__main__" and not main.endswith(".__main__"):
             spawn._fixup_main_from_name(main)
         elif how == "path" and main:
             spawn.import_main_path(main)

@@ -108,8 +108,9 @@ def _plain(value: Any) -> bool:
 # ---- inside a worker ----------------------------------------------------------------------
 
 
-def _init_worker(log_dir: str, memory_limit: int | None = None) -> None:
-    """Sends the worker's stdout and stderr to a file of its own, read back if it crashes.
+def _init_worker(log_dir: str, memory_limit: int | None = None, warm: tuple[str, ...] = ()) -> None:
+    """Sends the worker's stdout and stderr to a file of its own, read back if it crashes, and starts what the
+    targets ``warm`` names begin in each worker (``Target.warm_up_worker``).
 
     Ctrl-C is the parent's to handle: workers ignore it and are stopped by the pool. Each worker
     leads a process group of its own, so that whatever the system under test starts (a compiler,
@@ -125,6 +126,11 @@ def _init_worker(log_dir: str, memory_limit: int | None = None) -> None:
     os.dup2(fd, 2)
     os.close(fd)
     faulthandler.enable()  # a fatal signal leaves the Python frames in the log: the crash's top frames
+    for spec in warm:
+        try:
+            registry.load(spec).warm_up_worker()
+        except Exception:  # noqa: BLE001  the first case meets it, and says so
+            pass
 
 
 EXIT_DURING_CASE = 71  # the status a worker ends with when target code calls os._exit(0) mid-case
@@ -342,7 +348,7 @@ class Runner:
     timeout_s: float = 30.0
     memory_limit: int | None = None  # bytes of heap per worker (RLIMIT_DATA); None: no limit
     preload: tuple[str, ...] = ()  # modules the fork server imports ahead (see harness.forkserver)
-    warm: tuple[str, ...] = ()  # target specs whose warm_up the fork server runs after the imports
+    warm: tuple[str, ...] = ()  # target specs whose warm_up the fork server runs after the imports (and warm_up_worker each worker)
     store: str | None = None  # a campaign's database: workers store plain passes of batches there (harness.stored_passes)
     _stored: list = field(default_factory=list)  # StoredPasses entries not yet taken
     _log_dir: tempfile.TemporaryDirectory | None = None
@@ -353,7 +359,8 @@ class Runner:
 
     def __enter__(self) -> Runner:
         self._log_dir = tempfile.TemporaryDirectory(prefix="layoutfuzz-workers-")
-        self._pool = WorkerPool(self.jobs, _init_worker, (self._log_dir.name, self.memory_limit), self.preload, self.warm)
+        self._pool = WorkerPool(self.jobs, _init_worker, (self._log_dir.name, self.memory_limit, self.warm), self.preload,
+                                self.warm)
         return self
 
     def __exit__(self, *_: Any) -> None:

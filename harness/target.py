@@ -87,8 +87,12 @@ class Target:
 
     def warm_up(self) -> None:
         """What every worker would otherwise do before its first case (caches, contexts), done once in the fork server
-        that forks them, so that a worker replacing a crashed one starts warm. Never a GPU context, a thread or a
-        case: a fork of a process with either is unsafe, and a crash here would take the server."""
+        that forks them, so that a worker replacing a crashed one starts warm. Never a GPU context, a thread left running
+        or a case: a fork of a process with either is unsafe, and a crash here would take the server."""
+
+    def warm_up_worker(self) -> None:
+        """What a new worker may begin at once, beside its first batch, that the fork server cannot do for it (a GPU
+        context): started in a daemon thread, never waited for, its failure left to the first case to meet."""
 
     def availability(self) -> Availability:
         """Whether what ``requires`` names is present; checked once per campaign."""

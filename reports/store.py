@@ -13,14 +13,15 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from layoutfuzz.generators.case import Case, parse_case_id
 from layoutfuzz.harness.runner import Result
 from layoutfuzz.harness.target import Outcome
 from layoutfuzz.reports import schema
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made: a campaign's workers file kernels and passes through this
+    import pandas as pd  # module, and its import costs their fork server half a second
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -256,6 +257,8 @@ class Store:
             where = f" WHERE outcome IN ({','.join('?' * len(outcomes))})"
             if "pass" not in outcomes:  # the condition of the partial index outcomes_problems, word for word
                 where += " AND outcome != 'pass'"
+        import pandas as pd
+
         return pd.read_sql_query(
             "SELECT target, seed, idx, family, outcome, detail, signature, bucket, mismatch_count, duration_s, report, metrics"
             f" FROM outcomes{where} ORDER BY target, seed, idx",
@@ -265,11 +268,15 @@ class Store:
     def counts(self) -> pd.DataFrame:
         """Cases and worker time per (target, family, outcome), counted in SQLite: what ``pass_rate_table`` needs
         (with ``metric_rows``), whatever the campaign's size."""
+        import pandas as pd
+
         return pd.read_sql_query("SELECT target, family, outcome, count(*) AS cases, sum(duration_s) AS duration_s"
                                  " FROM outcomes GROUP BY target, family, outcome", self.db)
 
     def metric_rows(self) -> pd.DataFrame:
         """Target, family and metrics of the rows that have per-case metrics."""
+        import pandas as pd
+
         return pd.read_sql_query("SELECT target, family, metrics FROM outcomes WHERE metrics IS NOT NULL", self.db)
 
     def find(self, case_id: str) -> tuple[Case | None, str | None] | None:

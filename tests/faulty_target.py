@@ -179,6 +179,16 @@ class PreloadProbe(ValueTarget):
         return case.params["value"] if "tests.preloaded_module" in sys.modules else -1
 
 
+class LeanMainProbe(ValueTarget):
+    """Passes only where its worker never ran layoutfuzz's command line as its main module (``cli_triage`` is imported
+    by the command line alone): a campaign's fork server marks that main module as run instead of importing it."""
+
+    name = "test.lean_main"
+
+    def observed(self, case):
+        return case.params["value"] if "layoutfuzz.harness.cli_triage" not in sys.modules else -1
+
+
 class CoreProbe(ValueTarget):
     """Passes only where its worker may write no core file (RLIMIT_CORE 0): a target that aborts on many cases must
     not fill the disk, nor spend seconds a crash, with core dumps."""

@@ -66,6 +66,29 @@ def test_conversions_on_the_gpu_match_the_oracle():
         assert target.compare(case, target.expected(case), target.observed(case)).ok, case.params
 
 
+@pytest.mark.gpu
+def test_the_prebuilt_kernel_targets_run_without_torch(tmp_path):
+    # their buffers are NumPy's on the device (gpu.device_arrays): a campaign's fork server and workers skip torch's
+    # import and CUDA start (seconds); a case that still pulled torch in would show in the subprocess's modules
+    code = (
+        "import sys\n"
+        "from layoutfuzz.harness import registry\n"
+        "from layoutfuzz.harness.runner import evaluate, make_case\n"
+        "for name in ('triton.convert_layout', 'triton.shared_memory'):\n"
+        "    target = registry.load(name)\n"
+        "    for module in target.preload:\n"
+        "        __import__(module)\n"
+        "    target.warm_up()\n"
+        "    print(name, [evaluate(target, make_case(target, 0, i))['outcome'] for i in range(4)])\n"
+        "print('torch imported:', 'torch' in sys.modules)\n")
+    env = {**__import__("os").environ, "LAYOUTFUZZ_CACHE": str(tmp_path / "cache"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines == ["triton.convert_layout ['pass', 'pass', 'pass', 'pass']", "triton.shared_memory ['pass', 'pass', 'pass', 'pass']",
+                     "torch imported: False"], done.stdout
+
+
 def test_shared_memory_cases_are_memory_layouts_and_placements_are_permutations():
     target = TritonSharedMemory()
     kinds = collections.Counter()

@@ -47,6 +47,59 @@ def test_a_guarded_output_catches_a_write_past_it_and_not_into_it():
     assert after.isnan().all()  # a read just past the operand reads NaN
 
 
+def test_a_guard_image_holds_the_data_between_whole_guards_and_its_check_sees_every_byte_outside_it():
+    import numpy as np
+
+    from layoutfuzz.gpu.guards import GuardFault, check_guards, guard_image
+
+    data = np.arange(1, 11, dtype=np.int32)  # 40 bytes: padded with the pattern to 256
+    whole = guard_image(data, INTEGER_POISON)
+    assert whole.size == GUARD_BYTES + 256 + GUARD_BYTES
+    assert whole[GUARD_BYTES:GUARD_BYTES + 40].view(np.int32).tolist() == list(range(1, 11))
+    outside = np.concatenate([whole[:GUARD_BYTES], whole[GUARD_BYTES + 40:]])
+    assert outside.tolist() == list(INTEGER_POISON) * (outside.size // 2)  # 5A A5 5A A5 ... from either end
+    whole[GUARD_BYTES:GUARD_BYTES + 40] = 0  # the data's own bytes are free to change
+    check_guards(whole, INTEGER_POISON, 40, "d")
+    for offset, where in ((GUARD_BYTES - 1, "1 before"), (GUARD_BYTES + 40, "1 after"), (whole.size - 1, f"{whole.size - GUARD_BYTES - 40} after"),
+                          (0, f"{GUARD_BYTES} before")):
+        whole[offset] ^= 1
+        with pytest.raises(GuardFault, match=f"wrote past its output d: 1 guard bytes changed \\({where} it\\)"):
+            check_guards(whole, INTEGER_POISON, 40, "d")
+        whole[offset] ^= 1
+    half = guard_image(np.arange(6, dtype=np.float16), NAN_BYTES["float16"])
+    assert np.isnan(half[GUARD_BYTES + 12:GUARD_BYTES + 16].view(np.float16)).all()  # a read just past it reads NaN
+
+
+@pytest.mark.gpu
+def test_a_device_array_round_trips_reads_poison_past_an_input_and_catches_a_write_past_an_output():
+    import numpy as np
+    import triton
+    import triton.language as tl
+    from cuda.core import Device
+
+    from layoutfuzz.gpu.device_arrays import device_input, device_output
+    from layoutfuzz.gpu.guards import GuardFault
+
+    @triton.jit
+    def shifted_copy(src, dst, N: tl.constexpr, SHIFT: tl.constexpr):
+        i = tl.arange(0, N)
+        tl.store(dst + i + SHIFT, tl.load(src + i + 1 - SHIFT))  # SHIFT 0: reads one past src; 1: writes one past dst
+
+    device = Device()
+    device.set_current()
+    stream = device.create_stream()
+    src = device_input(np.arange(1, 65, dtype=np.float16), "src", stream)
+    assert src.data_ptr() % 256 == 0 and src.read(stream).tolist() == list(range(1, 65))
+    dst = device_output(np.zeros(64, np.float16), "dst", stream)
+    shifted_copy[(1,)](src, dst, N=64, SHIFT=0)  # Triton's JIT takes a DeviceArray as it takes a tensor
+    got = dst.read(stream)  # waits for the device (Triton launched on a stream of its own)
+    assert got[:63].tolist() == list(range(2, 65)) and np.isnan(got[63])  # the read past src found its NaN
+    dst = device_output(np.zeros(64, np.float16), "dst", stream)
+    shifted_copy[(1,)](src, dst, N=64, SHIFT=1)
+    with pytest.raises(GuardFault, match="wrote past its output dst: 2 guard bytes changed"):
+        dst.read(stream)
+
+
 @pytest.mark.gpu
 def test_a_triton_kernel_reading_past_its_input_reads_poison_and_one_writing_past_its_output_is_caught():
     import torch

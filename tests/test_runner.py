@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import re
 from pathlib import Path
 
@@ -163,6 +164,29 @@ def test_workers_start_from_a_fork_server_that_imported_the_targets_modules(tmp_
     # issue 16: a replaced worker re-imported Triton (0.36 s a crash); the fork server imports it once
     counts = _campaign(tmp_path, "PreloadProbe", 4, 2, "SELECT outcome, count(*) FROM outcomes GROUP BY outcome")
     assert counts == {"pass": 4}
+
+
+def test_workers_of_the_command_line_do_not_run_it_again(tmp_path):
+    # issue 16: the fork server ran the command line as the workers' main module (harness.cli and pandas: 1.5 s of a
+    # Triton campaign's start on an H100 machine), for nothing a worker uses
+    counts = _campaign(tmp_path, "LeanMainProbe", 4, 2, "SELECT outcome, count(*) FROM outcomes GROUP BY outcome")
+    assert counts == {"pass": 4}
+
+
+def test_only_layoutfuzz_s_command_line_counts_as_the_command_line():
+    import types
+
+    from layoutfuzz.harness import cli
+    from layoutfuzz.harness.forkserver import is_the_cli
+
+    script = types.ModuleType("__main__")  # the `layoutfuzz` script: `from layoutfuzz.harness.cli import main`
+    script.main = cli.main
+    run_as_module = types.ModuleType("__main__")
+    run_as_module.__spec__ = importlib.machinery.ModuleSpec("layoutfuzz.harness.cli", None)
+    users = types.ModuleType("__main__")  # a user's script, whose targets a worker may need
+    users.main = lambda: 0
+    assert is_the_cli(script) and is_the_cli(run_as_module)
+    assert not is_the_cli(users) and not is_the_cli(types.ModuleType("__main__")) and not is_the_cli(None)
 
 
 def test_a_time_budget_is_shared_by_time_not_by_turn(tmp_path):
