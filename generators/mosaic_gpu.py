@@ -1,5 +1,5 @@
-"""Samplers of Mosaic GPU kernels' parameters: TMA loads into swizzled shared memory (a window of a larger array, or
-a whole array through Mosaic's ``TileTransform``) and wgmma from swizzled shared memory.
+"""Samplers of Mosaic GPU kernels' parameters: TMA loads into swizzled shared memory and stores out of it (a window of
+a larger array, or a whole array through Mosaic's ``TileTransform``) and wgmma from swizzled shared memory.
 
 The shapes come from short lists, so that a campaign compiles each kernel once and runs it on many cases' data."""
 
@@ -14,6 +14,7 @@ ELEMENT_BYTES = (1, 2, 4)
 SWIZZLES = (0, 32, 64, 128)  # bytes; 0: none
 ROWS = (1, 2, 3, 5, 8, 13, 16, 64)
 TILE_ROWS = (8, 16, 64)
+DIRECTIONS = ("load", "store")  # TMA: global to shared memory, or shared to global
 WGMMA_TYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8")  # PTX ISA 9.7.15.5: wgmma's input types that Mosaic takes
 WGMMA_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1}
 TRANSPOSABLE = ("f16", "bf16")  # PTX ISA 9.7.15.5 (imm-trans-a/b): only .f16/.bf16 operands may be MN-major
@@ -21,19 +22,21 @@ REGISTER_A = ("f16", "bf16", "e4m3", "e5m2", "s8")  # what Mosaic's wgmma takes 
 
 
 def mosaic_gpu_case(source: Source) -> dict[str, Any]:
-    """{"family": "tma" | "tma_tiled" | "wgmma", ...}, each with a ``data_seed`` for its array's values."""
+    """{"family": "tma" | "tma_tiled" | "wgmma", ...}, each with a ``data_seed`` for its array's values; a TMA family
+    also with its ``direction``."""
     family = source.choice(("tma", "tma_tiled", "wgmma"))
     data_seed = source.integer(0, (1 << 31) - 1)
     if family == "wgmma":
         return {"family": family, **wgmma_shape(source), "data_seed": data_seed}
     if family == "tma":
-        return {"family": family, **tma_box(source), "data_seed": data_seed}
+        return {"family": family, **tma_box(source), "data_seed": data_seed, "direction": source.choice(DIRECTIONS)}
     element = source.choice(ELEMENT_BYTES)
     swizzle = source.choice(SWIZZLES)
     span = (swizzle or 128) // element  # a tile row: the swizzle span (128 bytes without swizzling)
     tile_rows = source.choice(TILE_ROWS)
     return {"family": family, "element_bytes": element, "swizzle": swizzle, "tile": [tile_rows, span],
-            "shape": [tile_rows * source.integer(1, 2), span * source.integer(1, 3)], "data_seed": data_seed}
+            "shape": [tile_rows * source.integer(1, 2), span * source.integer(1, 3)], "data_seed": data_seed,
+            "direction": source.choice(DIRECTIONS)}
 
 
 def wgmma_shape(source: Source) -> dict[str, Any]:

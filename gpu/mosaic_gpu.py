@@ -5,6 +5,9 @@
   hardware). The image must be ``oracles.tma.TiledBox``'s placement of the window (PTX 5.5.7), the buffer at offset 0
   of the swizzle's repeat, as Mosaic's own swizzled reads assume.
 - ``tma_tiled``: the same through Mosaic's ``TileTransform``: each (rows, span) tile one box after another.
+- Either, ``direction`` ``store``: a shared-memory image loaded unswizzled (bytes as they lie), then stored with the
+  swizzle into the window (or tiles) of a global array passed in and out. Each element must come from where
+  ``TiledBox`` places it, and the rest of the array must be untouched.
 - ``wgmma``: A (m x k) and B (k x n) loaded by TMA into swizzled tiles, ``mgpu.wgmma``, the accumulator stored: the
   product must be A @ B exactly (small integers, exact in every input type and in the f32 or s32 accumulator). The
   input types are f16, bf16, tf32, e4m3, e5m2 and s8. B lies MN-major (16-bit types only) or K-major (B transposed
@@ -27,6 +30,7 @@ import numpy as np
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.mosaic_gpu import (
+    DIRECTIONS,
     ELEMENT_BYTES,
     REGISTER_A,
     SWIZZLES,
@@ -75,27 +79,54 @@ def smem_shape(p: Mapping[str, Any]) -> tuple[int, ...]:
     return (rows // tr, cols // tc, tr, tc)
 
 
-def expected_image(p: Mapping[str, Any], source: np.ndarray) -> np.ndarray:
-    """The shared-memory bytes after the load: each element where ``TiledBox`` places it (oracles/tma.py)."""
-    e = p["element_bytes"]
-    mode = NVMMA_MODES[p["swizzle"]]
-    image = np.zeros(int(np.prod(smem_shape(p))) * e, dtype=np.uint8)
+def _boxes(p: Mapping[str, Any], array: np.ndarray) -> list[tuple[np.ndarray, TiledBox]]:
+    """The global-memory views a TMA family's copy moves (the window, or the tiles in order), each with the box that
+    places it in shared memory (oracles/tma.py, PTX 5.5.7): a tile after another, from offset 0."""
+    e, mode = p["element_bytes"], NVMMA_MODES[p["swizzle"]]
     if p["family"] == "tma":
-        window = source[p["row_offset"]:p["row_offset"] + p["rows"]]
-        tiles = [window]
+        views = [array[p["row_offset"]:p["row_offset"] + p["rows"]]]
         box_dims = (p["columns"], p["rows"])
     else:
         tr, tc = p["tile"]
         rows, cols = p["shape"]
-        tiles = [source[i * tr:(i + 1) * tr, j * tc:(j + 1) * tc] for i in range(rows // tr) for j in range(cols // tc)]
+        views = [array[i * tr:(i + 1) * tr, j * tc:(j + 1) * tc] for i in range(rows // tr) for j in range(cols // tc)]
         box_dims = (tc, tr)
     per_tile = box_dims[0] * box_dims[1] * e
-    for number, values in enumerate(tiles):
-        box = TiledBox(box_dims, e, (1, 1), mode, number * per_tile)
+    return [(view, TiledBox(box_dims, e, (1, 1), mode, number * per_tile)) for number, view in enumerate(views)]
+
+
+def expected_image(p: Mapping[str, Any], source: np.ndarray) -> np.ndarray:
+    """The shared-memory bytes after the load: each element where ``TiledBox`` places it (oracles/tma.py)."""
+    e = p["element_bytes"]
+    image = np.zeros(int(np.prod(smem_shape(p))) * e, dtype=np.uint8)
+    for values, box in _boxes(p, source):
         raw = np.ascontiguousarray(values).view(np.uint8).reshape(-1, e)  # innermost fastest, as placement()
         for address, data in zip(box.placement(), raw):
             image[address:address + e] = data
     return image
+
+
+def expected_store(p: Mapping[str, Any], image: np.ndarray, initial: np.ndarray) -> np.ndarray:
+    """Global memory after the store, as bytes: ``initial`` (the array before), with each element of the window (or
+    tiles) read from the shared-memory bytes ``image`` where ``TiledBox`` places it, the store being the load's
+    inverse (PTX 5.5.7 defines one placement for both directions); nothing else written."""
+    e = p["element_bytes"]
+    out = initial.copy()
+    raw = np.ascontiguousarray(image).view(np.uint8).reshape(-1)
+    for view, box in _boxes(p, out):
+        elements = np.stack([raw[address:address + e] for address in box.placement()])
+        view[...] = elements.reshape(-1).view(view.dtype).reshape(view.shape)
+    return out.view(np.uint8).reshape(-1)
+
+
+def _store_data(p: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """A store case's shared-memory image (of the smem shape) and the global array's values before it, distinct
+    random values of its element type, both from its ``data_seed``."""
+    rng = np.random.default_rng(p["data_seed"])
+    dtype = UNSIGNED[p["element_bytes"]]
+    top = np.iinfo(dtype).max
+    image = rng.integers(0, top, size=smem_shape(p), dtype=np.uint64, endpoint=True).astype(dtype)
+    return image, rng.integers(0, top, size=_gmem_shape(p), dtype=np.uint64, endpoint=True).astype(dtype)
 
 
 class MosaicGpu(GpuTarget):
@@ -134,6 +165,8 @@ class MosaicGpu(GpuTarget):
             return
         if p["element_bytes"] not in ELEMENT_BYTES or p["swizzle"] not in SWIZZLES:
             raise ValueError(f"element bytes {ELEMENT_BYTES}, swizzle {SWIZZLES}")
+        if p.get("direction", "load") not in DIRECTIONS:
+            raise ValueError(f"direction must be one of {DIRECTIONS}")
         expected_image(p, _data(p))
 
     def family(self, case: Case) -> str:
@@ -142,12 +175,15 @@ class MosaicGpu(GpuTarget):
             b_major, a_from, a_major = p.get("b_major", "mn"), p.get("a_from", "smem"), p.get("a_major", "k")
             return (f"wgmma {p['dtype']} {p['swizzle']}B" + (" B K-major" if b_major == "k" else "")
                     + (" A in registers" if a_from == "registers" else "") + (" A MN-major" if a_major == "mn" else ""))
-        return f"{p['family']} {p['swizzle'] or 'no'} swizzle"
+        store = " store" if p.get("direction") == "store" else ""
+        return f"{p['family']}{store} {p['swizzle'] or 'no'} swizzle"
 
     def parameter_space(self) -> Space:
         return Space((
             Parameter("family", ("tma", "tma_tiled", "wgmma"), "Mosaic GPU async_copy (with TileTransform), wgmma",
                       lambda p: p["family"]),
+            Parameter("direction", DIRECTIONS, "TMA copies: global to shared memory, or shared to global (PTX 5.5.7)",
+                      lambda p: p.get("direction", "load") if p["family"] != "wgmma" else None),
             Parameter("swizzle", SWIZZLES, "PTX 5.5.7 modes Mosaic takes (bytes, 0 none)", lambda p: p["swizzle"]),
             Parameter("element bytes", ELEMENT_BYTES, "TMA element sizes", lambda p: p.get("element_bytes")),
             Parameter("wgmma type", WGMMA_TYPES, "PTX ISA 9.7.15.5: wgmma's input types (u8 and b1: Mosaic has none)",
@@ -168,6 +204,8 @@ class MosaicGpu(GpuTarget):
         if p["family"] == "wgmma":
             a, b = _operands(p, data)
             return (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32 if p["dtype"] == "s8" else np.float32)
+        if p.get("direction") == "store":
+            return expected_store(p, *_store_data(p))
         return expected_image(p, data)
 
     def observed(self, case: Case) -> np.ndarray:
@@ -183,9 +221,12 @@ class MosaicGpu(GpuTarget):
             b_global = np.ascontiguousarray(b.T) if b_major == "k" else b  # K-major: B^T's rows are B's columns
             a_global = np.ascontiguousarray(a.T) if a_major == "mn" else a  # MN-major: A^T's rows are A's columns
             return np.asarray(kernel(jnp.asarray(a_global, dtype), jnp.asarray(b_global, dtype)))
-        kernel = _tma_kernel(p["family"], p["element_bytes"], p["swizzle"], _gmem_shape(p), smem_shape(p),
-                             p.get("row_offset", 0), tuple(p.get("tile", ())))
-        return np.asarray(kernel(data)).view(np.uint8).reshape(-1)
+        layout = (p["family"], p["element_bytes"], p["swizzle"], _gmem_shape(p), smem_shape(p), p.get("row_offset", 0),
+                  tuple(p.get("tile", ())))
+        if p.get("direction") == "store":
+            (out,) = _tma_store_kernel(*layout)(*_store_data(p))
+            return np.asarray(out).view(np.uint8).reshape(-1)
+        return np.asarray(_tma_kernel(*layout)(data)).view(np.uint8).reshape(-1)
 
     def compare(self, case: Case, expected: np.ndarray, observed: np.ndarray) -> Comparison:
         p = case.params
@@ -200,6 +241,9 @@ class MosaicGpu(GpuTarget):
             return Comparison(False, len(wrong), examples, f"wgmma {p['swizzle']}B: a wrong product",
                               f"{len(wrong)} of {expected.size} products differ")
         examples = tuple(f"byte {i}: {observed[i]:#04x}, expected {expected[i]:#04x}" for (i,) in wrong[:SHOWN])
+        if p.get("direction") == "store":
+            return Comparison(False, len(wrong), examples, f"{p['family']} store {p['swizzle']}B: global-memory bytes elsewhere",
+                              f"{len(wrong)} of {expected.size} global-memory bytes differ from PTX 5.5.7's placement")
         return Comparison(False, len(wrong), examples, f"{p['family']} {p['swizzle']}B: shared-memory bytes elsewhere",
                           f"{len(wrong)} of {expected.size} shared-memory bytes differ from PTX 5.5.7's placement")
 
@@ -234,8 +278,10 @@ def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
     wgmma = bool(pair.keys() & WGMMA_ONLY)
     if "element bytes" in pair and wgmma:
         return True
+    if "direction" in pair and wgmma:
+        return True
     if pair.get("family") == "wgmma":
-        return "element bytes" in pair or pair.get("swizzle") == 0
+        return "element bytes" in pair or "direction" in pair or pair.get("swizzle") == 0
     if pair.get("family") in ("tma", "tma_tiled"):
         return wgmma
     if pair.get("swizzle") == 0 and wgmma:
@@ -306,6 +352,35 @@ def _tma_kernel(family: str, element_bytes: int, swizzle: int, gmem_shape: tuple
     with _building():
         return mgpu.as_gpu_kernel(kernel, (1, 1, 1), (128, 1, 1), jax.ShapeDtypeStruct(gmem_shape, dtype), shape,
                                   (shape, mgpu.TMABarrier()))
+
+
+@cache
+def _tma_store_kernel(family: str, element_bytes: int, swizzle: int, gmem_shape: tuple[int, ...], smem: tuple[int, ...],
+                      row_offset: int, tile: tuple[int, ...]) -> Any:
+    """A kernel: an unswizzled TMA load of a shared-memory image (bytes as they lie), then a swizzled TMA store of it
+    to the window (or the tiles) of a global array given in and out, whose other bytes must stay as they were."""
+    jax = _jax()
+    import jax.experimental.mosaic.gpu as mgpu
+
+    dtype = UNSIGNED[element_bytes]
+
+    def kernel(ctx: Any, image: Any, out: Any, scratch: Any) -> None:
+        buffer, barrier = scratch
+        ctx.async_copy(src_ref=image, dst_ref=buffer, barrier=barrier)
+        barrier.wait()
+        mgpu.commit_shared()  # what Mosaic asks before a TMA store reads shared memory
+        extra: dict[str, Any] = {}
+        if family == "tma":
+            extra["gmem_slice"] = (mgpu.ds(row_offset, smem[0]), slice(None))
+        else:
+            extra["gmem_transform"] = mgpu.TileTransform(tile)
+        ctx.async_copy(src_ref=buffer, dst_ref=out, swizzle=swizzle or None, **extra)
+        ctx.await_async_copy(0)
+
+    shape = jax.ShapeDtypeStruct(smem, dtype)
+    with _building():
+        return mgpu.as_gpu_kernel(kernel, (1, 1, 1), (128, 1, 1), shape, (), (shape, mgpu.TMABarrier()),
+                                  inout_shape=(jax.ShapeDtypeStruct(gmem_shape, dtype),))
 
 
 @cache

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.gpu.mosaic_gpu import _data, expected_image
+from layoutfuzz.gpu.mosaic_gpu import _data, _store_data, expected_image, expected_store
 from layoutfuzz.harness import registry
 from layoutfuzz.harness.runner import make_case
 
@@ -40,6 +40,34 @@ def test_a_tiled_32b_swizzle_and_an_unswizzled_copy_by_hand():
     assert (expected_image(plain, _data(plain)) == _data(plain)[1:4].ravel()).all()
 
 
+def test_a_store_reads_each_element_where_a_load_puts_it_and_writes_nothing_else():
+    # PTX 5.5.7 gives one placement for both directions: a load's image, stored back, is the window again; a 64B
+    # store by hand: row r's 16-byte chunk c is read from chunk c ^ ((r // 2) % 4) of its 64-byte shared row
+    p = {"family": "tma", "element_bytes": 2, "swizzle": 64, "rows": 5, "columns": 32, "row_offset": 3, "data_seed": 4,
+         "direction": "store"}
+    image, initial = _store_data(p)
+    assert image.shape == (5, 32) and initial.shape == (10, 32)
+    out = expected_store(p, image, initial).view(np.uint16).reshape(10, 32)
+    assert (out[:3] == initial[:3]).all() and (out[8:] == initial[8:]).all()  # the rows around the window are kept
+    raw = image.view(np.uint8).reshape(5, 64)
+    for r in range(5):
+        for chunk in range(4):
+            source = chunk ^ ((r // 2) % 4)
+            assert (out[3 + r, 8 * chunk:8 * chunk + 8].view(np.uint8) == raw[r, 16 * source:16 * source + 16]).all()
+    for q in ({**p, "swizzle": 128, "columns": 64, "element_bytes": 2, "rows": 13},
+              {"family": "tma_tiled", "element_bytes": 4, "swizzle": 32, "tile": [8, 8], "shape": [16, 24], "data_seed": 1,
+               "direction": "store"}):
+        window = _store_data(q)[1]  # any array: loaded into shared memory, then stored back over other values
+        elsewhere = window ^ np.array(0x5A, window.dtype)
+        back = expected_store(q, expected_image(q, window), elsewhere).view(window.dtype).reshape(window.shape)
+        if q["family"] == "tma":
+            rows = slice(q["row_offset"], q["row_offset"] + q["rows"])
+            assert (back[rows] == window[rows]).all()
+            assert (np.delete(back, range(rows.start, rows.stop), axis=0) == np.delete(elsewhere, range(rows.start, rows.stop), axis=0)).all()
+        else:
+            assert (back == window).all()  # the tiles cover the whole array
+
+
 def test_the_target_finds_a_moved_byte_and_a_wrong_product():
     target = registry.load("mosaic.gpu")
     case = _case({"family": "tma", "element_bytes": 2, "swizzle": 64, "rows": 5, "columns": 32, "row_offset": 0, "data_seed": 9})
@@ -64,7 +92,7 @@ def test_generated_cases_are_valid_and_draw_every_value():
     for case in cases[:400] + [c for c in cases if c.params["family"] == "wgmma"]:  # the TMA families' checks are slow
         target.validate(case)
     families = {target.family(c) for c in cases}
-    assert {f"tma {s} swizzle" for s in ("no", 32, 64, 128)} <= families
+    assert {f"{f} {s} swizzle" for f in ("tma", "tma store", "tma_tiled", "tma_tiled store") for s in ("no", 32, 64, 128)} <= families
     wgmma = [c.params for c in cases if c.params["family"] == "wgmma"]
     drawn = {(p["dtype"], p["swizzle"], p["b_major"], p["a_from"]) for p in wgmma}
     for dtype in ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8"):
