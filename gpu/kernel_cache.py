@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.gpu.prebuilt import CompiledKernel, kernel_path
+from layoutfuzz.harness.scratch import memory_root
 from layoutfuzz.reports.store import write_atomically
 
 if TYPE_CHECKING:
@@ -62,20 +63,7 @@ def through_jit() -> bool:
     return os.environ.get(JIT, "") not in ("", "0")
 
 
-SCRATCH_ROOTS = ("/dev/shm",)  # memory-backed folders for Triton's scratch cache, where one has SCRATCH_ROOM free
-SCRATCH_ROOM = 1 << 30
-
-
-def _scratch_root() -> str | None:
-    """A memory-backed folder with room for a compile's files, else None (the system's temporary folder)."""
-    for root in SCRATCH_ROOTS:
-        try:
-            usage = os.statvfs(root)
-        except OSError:
-            continue
-        if os.access(root, os.W_OK) and usage.f_bavail * usage.f_frsize >= SCRATCH_ROOM:
-            return root
-    return None
+SCRATCH_ROOM = 1 << 30  # of memory-backed room for Triton's scratch cache, else it goes to the temporary folder
 
 
 @contextlib.contextmanager
@@ -84,7 +72,7 @@ def scratch_triton_cache() -> Iterator[None]:
     kernel, and Triton's copy of every stage of every distinct kernel (never pruned) would fill the disk in a night."""
     import triton
 
-    with tempfile.TemporaryDirectory(prefix="layoutfuzz-triton-", dir=_scratch_root()) as folder, triton.knobs.cache.scope():
+    with tempfile.TemporaryDirectory(prefix="layoutfuzz-triton-", dir=memory_root(SCRATCH_ROOM)) as folder, triton.knobs.cache.scope():
         triton.knobs.cache.dir = folder
         yield
 

@@ -191,15 +191,32 @@ UNSUPPORTED_REPORTS = 3  # report files per root cause of unsupported cases (eac
 
 class Recorder:
     """Stores results as they arrive, writes a report for each finding (diverge, crash, timeout, error) and for the
-    first UNSUPPORTED_REPORTS cases of each reason a case is unsupported, shows progress."""
+    first UNSUPPORTED_REPORTS cases of each reason a case is unsupported, shows progress.
+
+    Results are stored together at most every ``FLUSH_S`` (and by ``flush``, which the campaign calls at its end,
+    interrupted or not): a target that crashes on every fourth case sends them one at a time, and each transaction
+    flushes its reports to disk (2.6 ms a crash on a 2-core CPU). A campaign killed outright loses the results of
+    that last fraction of a second, rows and reports alike, and ``--resume`` runs those cases again."""
+
+    FLUSH_S = 0.25
+    FLUSH_ROWS = 512
 
     def __init__(self, store: Store, specs: dict[str, str], versions: dict[str, dict[str, str]], progress) -> None:
         self.store, self.specs, self.versions, self.progress = store, specs, versions, progress
         self.counts: Counter[str] = Counter()
         self.unsupported: Counter[str] = Counter()  # per bucket: a refused input is no finding, a file each would flood
+        self._pending: list[tuple] = []
+        self._flushed = time.monotonic()
+
+    def flush(self) -> None:
+        """Stores the results held since the last flush (one transaction for all of them), each report first."""
+        if self._pending:
+            self.store.record_many(self._pending)
+            self._pending = []
+        self._flushed = time.monotonic()
 
     def __call__(self, results: list[Result]) -> None:
-        """Stores results (one transaction for all of them), each report first."""
+        """Takes results: stored now if ``FLUSH_S`` has passed since the last flush, else with the next."""
         rows = []
         for result in results:
             report = None
@@ -212,7 +229,9 @@ class Recorder:
                 report = build_report(result, self.versions.get(result.case.target, {}), path, spec)
             rows.append((result, bucket, report, signature))
             self.counts[result.outcome.value] += 1
-        self.store.record_many(rows)
+        self._pending.extend(rows)
+        if len(self._pending) >= self.FLUSH_ROWS or time.monotonic() - self._flushed >= self.FLUSH_S:
+            self.flush()
         self._show(len(results))
 
     def stored(self, passes: list[StoredPasses]) -> None:
@@ -289,6 +308,7 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
             if first is not None and (target.name, seed, first) not in done:
                 case = make_case(target, seed, first)
                 recorder([Result(case, target.family(case), Outcome.UNSUPPORTED, availability.reason)])
+        recorder.flush()
 
         for _, target in runnable:
             differs = nondeterministic_index(target, seed, shard.indices(cases))
@@ -316,6 +336,7 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
         except KeyboardInterrupt:
             interrupted = True
         finally:
+            recorder.flush()
             progress.close()
         elapsed = time.monotonic() - started
         table = pass_rate_table(store.counts(), store.metric_rows())

@@ -31,6 +31,7 @@ from layoutfuzz.harness.batching import BATCH_SECONDS, Batch, BatchSize, Progres
 from layoutfuzz.harness.compare import clipped, summarised, to_jsonable
 from layoutfuzz.harness.pool import Died, Finished, WorkerPool
 from layoutfuzz.harness.profiling import profiled
+from layoutfuzz.harness.scratch import memory_root
 from layoutfuzz.harness.stored_passes import store_passes
 from layoutfuzz.harness.target import Outcome, Target, Unsupported, batched
 
@@ -358,7 +359,7 @@ class Runner:
     _batches: int = 0
 
     def __enter__(self) -> Runner:
-        self._log_dir = tempfile.TemporaryDirectory(prefix="layoutfuzz-workers-")
+        self._log_dir = tempfile.TemporaryDirectory(prefix="layoutfuzz-workers-", dir=memory_root(LOG_ROOM))
         self._pool = WorkerPool(self.jobs, _init_worker, (self._log_dir.name, self.memory_limit, self.warm), self.preload,
                                 self.warm)
         return self
@@ -632,6 +633,7 @@ def run_cases(
             raise
 
 
+LOG_ROOM = 256 << 20  # memory-backed room for the workers' logs and progress files, else they go to the temporary folder
 DEADLINE_GRACE_S = 2.0  # how long past a budget the batches running at its end have to finish; then they are stopped
 
 

@@ -248,6 +248,7 @@ def test_a_full_disk_is_one_line_and_the_store_stays_resumable(tmp_path, monkeyp
     import errno
 
     from layoutfuzz.harness import cli
+    from layoutfuzz.harness.campaign import Recorder
     from layoutfuzz.reports.store import Store
 
     real, calls = Store.record_many, []
@@ -259,6 +260,7 @@ def test_a_full_disk_is_one_line_and_the_store_stays_resumable(tmp_path, monkeyp
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Store, "record_many", record_many)
+    monkeypatch.setattr(Recorder, "FLUSH_S", 0.0)  # each result stored as it comes: the disk fills mid-campaign
     out = str(tmp_path / "out")
     assert cli.main(["run", "--target", "tests.crashy_target:SlowTarget", "--cases", "8", "--jobs", "1", "-q", "--out", out]) == 2
     err = capsys.readouterr().err.strip().splitlines()

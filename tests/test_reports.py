@@ -135,6 +135,7 @@ def test_unsupported_cases_get_a_few_reports_per_reason_and_every_row(tmp_path):
     diverged = [Result(Case("t", 0, 100 + i, {}), "f", Outcome.DIVERGE, "", signature="x") for i in range(6)]
     recorder(refused[:7])
     recorder(refused[7:] + diverged)
+    recorder.flush()
     rows = target.frame()
     assert len(rows) == 26 and rows["report"].notna().sum() == 2 * UNSUPPORTED_REPORTS + 6
     reported = set(rows[rows["report"].notna() & (rows["outcome"] == "unsupported")]["idx"])
@@ -142,6 +143,31 @@ def test_unsupported_cases_get_a_few_reports_per_reason_and_every_row(tmp_path):
     assert len(list((tmp_path / "reports").iterdir())) == 2 * UNSUPPORTED_REPORTS + 6
     kept = dict(target.db.execute("SELECT outcome, max(case_json) FROM outcomes GROUP BY outcome"))
     assert kept["unsupported"] == "" and '"index":105' in kept["diverge"]  # only findings keep their parameters
+
+
+def test_the_recorder_stores_results_together_at_most_a_flush_interval_apart(tmp_path, monkeypatch):
+    # issue 16: a target that crashes on every fourth case sent its results one at a time, and each transaction
+    # flushed its report to disk; results now wait up to FLUSH_S, and the campaign's end flushes the rest
+    from layoutfuzz.harness.campaign import Recorder
+    from layoutfuzz.reports.store import Store
+
+    store = Store(tmp_path)
+    recorder = Recorder(store, {}, {}, None)
+    crashes = [Result(Case("t", 0, i, {}), "f", Outcome.CRASH, "abort", signature="abort") for i in range(5)]
+    monkeypatch.setattr(Recorder, "FLUSH_S", 3600.0)
+    for result in crashes[:3]:
+        recorder([result])
+    assert store.frame().empty and not (tmp_path / "reports").exists()  # neither rows nor reports yet
+    assert recorder.counts["crash"] == 3  # the progress counts them at once
+    recorder.flush()
+    assert sorted(store.frame()["idx"]) == [0, 1, 2] and len(list((tmp_path / "reports").iterdir())) == 3
+    monkeypatch.setattr(Recorder, "FLUSH_S", 0.0)
+    recorder([crashes[3]])
+    assert len(store.frame()) == 4  # past the interval: stored with the call
+    monkeypatch.setattr(Recorder, "FLUSH_S", 3600.0)
+    monkeypatch.setattr(Recorder, "FLUSH_ROWS", 1)
+    recorder([crashes[4]])
+    assert len(store.frame()) == 5  # enough rows: stored with the call
 
 
 def test_the_table_counted_in_sqlite_is_the_table_of_every_row(tmp_path):
