@@ -70,21 +70,29 @@ def test_a_guard_image_holds_the_data_between_whole_guards_and_its_check_sees_ev
     assert np.isnan(half[GUARD_BYTES + 12:GUARD_BYTES + 16].view(np.float16)).all()  # a read just past it reads NaN
 
 
+def _shifted_copy():
+    """A Triton kernel that copies src[i + 1 - SHIFT] to dst[i + SHIFT]: SHIFT 0 reads one past src, 1 writes one past
+    dst."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def shifted_copy(src, dst, N: tl.constexpr, SHIFT: tl.constexpr):
+        i = tl.arange(0, N)
+        tl.store(dst + i + SHIFT, tl.load(src + i + 1 - SHIFT))
+
+    return shifted_copy
+
+
 @pytest.mark.gpu
 def test_a_device_array_round_trips_reads_poison_past_an_input_and_catches_a_write_past_an_output():
     import numpy as np
-    import triton
-    import triton.language as tl
     from cuda.core import Device
 
     from layoutfuzz.gpu.device_arrays import device_input, device_output
     from layoutfuzz.gpu.guards import GuardFault
 
-    @triton.jit
-    def shifted_copy(src, dst, N: tl.constexpr, SHIFT: tl.constexpr):
-        i = tl.arange(0, N)
-        tl.store(dst + i + SHIFT, tl.load(src + i + 1 - SHIFT))  # SHIFT 0: reads one past src; 1: writes one past dst
-
+    shifted_copy = _shifted_copy()
     device = Device()
     device.set_current()
     stream = device.create_stream()
@@ -103,16 +111,10 @@ def test_a_device_array_round_trips_reads_poison_past_an_input_and_catches_a_wri
 @pytest.mark.gpu
 def test_a_triton_kernel_reading_past_its_input_reads_poison_and_one_writing_past_its_output_is_caught():
     import torch
-    import triton
-    import triton.language as tl
 
     from layoutfuzz.gpu.guards import GuardFault, guarded_input, guarded_output
 
-    @triton.jit
-    def shifted_copy(src, dst, N: tl.constexpr, SHIFT: tl.constexpr):
-        i = tl.arange(0, N)
-        tl.store(dst + i + SHIFT, tl.load(src + i + 1 - SHIFT))  # SHIFT 0: reads one past src; 1: writes one past dst
-
+    shifted_copy = _shifted_copy()
     src = guarded_input(torch.arange(1, 65, dtype=torch.float16, device="cuda"), "src")
     dst = guarded_output(torch.zeros(64, dtype=torch.float16, device="cuda"), "dst")
     shifted_copy[(1,)](src.tensor, dst.tensor, N=64, SHIFT=0)
