@@ -15,6 +15,7 @@ SWIZZLES = (0, 32, 64, 128)  # bytes; 0: none
 ROWS = (1, 2, 3, 5, 8, 13, 16, 64)
 TILE_ROWS = (8, 16, 64)
 DIRECTIONS = ("load", "store")  # TMA: global to shared memory, or shared to global
+CLUSTER_CTAS = (1, 2, 4)  # CTAs of a cluster a TMA load is multicast to (Mosaic's collective async_copy)
 WGMMA_TYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8")  # PTX ISA 9.7.15.5: wgmma's input types that Mosaic takes
 WGMMA_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1}
 TRANSPOSABLE = ("f16", "bf16")  # PTX ISA 9.7.15.5 (imm-trans-a/b): only .f16/.bf16 operands may be MN-major
@@ -29,7 +30,9 @@ def mosaic_gpu_case(source: Source) -> dict[str, Any]:
     if family == "wgmma":
         return {"family": family, **wgmma_shape(source), "data_seed": data_seed}
     if family == "tma":
-        return {"family": family, **tma_box(source), "data_seed": data_seed, "direction": source.choice(DIRECTIONS)}
+        box = {"family": family, **tma_box(source), "data_seed": data_seed, "direction": source.choice(DIRECTIONS)}
+        ctas = source.choice(CLUSTER_CTAS)  # a load multicast to a cluster's CTAs, each taking its share of the rows
+        return {**box, "ctas": ctas if box["direction"] == "load" and multicast_share_bytes({**box, "ctas": ctas}) % 128 == 0 else 1}
     element = source.choice(ELEMENT_BYTES)
     swizzle = source.choice(SWIZZLES)
     span = (swizzle or 128) // element  # a tile row: the swizzle span (128 bytes without swizzling)
@@ -37,6 +40,13 @@ def mosaic_gpu_case(source: Source) -> dict[str, Any]:
     return {"family": family, "element_bytes": element, "swizzle": swizzle, "tile": [tile_rows, span],
             "shape": [tile_rows * source.integer(1, 2), span * source.integer(1, 3)], "data_seed": data_seed,
             "direction": source.choice(DIRECTIONS)}
+
+
+def multicast_share_bytes(p: dict[str, Any]) -> int:
+    """The bytes of a window that each of ``ctas`` CTAs loads and multicasts (its rows split evenly), or 1 where they
+    do not split evenly: each share lands at a multiple of its size, which a TMA destination needs 128-byte aligned."""
+    rows, ctas = p["rows"], p["ctas"]
+    return rows // ctas * p["columns"] * p["element_bytes"] if rows % ctas == 0 else 1
 
 
 def wgmma_shape(source: Source) -> dict[str, Any]:

@@ -5,6 +5,8 @@
   hardware). The image must be ``oracles.tma.TiledBox``'s placement of the window (PTX 5.5.7), the buffer at offset 0
   of the swizzle's repeat, as Mosaic's own swizzled reads assume.
 - ``tma_tiled``: the same through Mosaic's ``TileTransform``: each (rows, span) tile one box after another.
+- ``tma`` loads with ``ctas`` 2 or 4: the window multicast to a cluster's CTAs by a collective ``async_copy``, each
+  CTA loading its share of the rows; every CTA's buffer must hold the whole image.
 - Either, ``direction`` ``store``: a shared-memory image loaded unswizzled (bytes as they lie), then stored with the
   swizzle into the window (or tiles) of a global array passed in and out. Each element must come from where
   ``TiledBox`` places it, and the rest of the array must be untouched.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
@@ -30,6 +33,7 @@ import numpy as np
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.mosaic_gpu import (
+    CLUSTER_CTAS,
     DIRECTIONS,
     ELEMENT_BYTES,
     REGISTER_A,
@@ -38,6 +42,7 @@ from layoutfuzz.generators.mosaic_gpu import (
     WGMMA_BYTES,
     WGMMA_TYPES,
     mosaic_gpu_case,
+    multicast_share_bytes,
 )
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
@@ -167,6 +172,12 @@ class MosaicGpu(GpuTarget):
             raise ValueError(f"element bytes {ELEMENT_BYTES}, swizzle {SWIZZLES}")
         if p.get("direction", "load") not in DIRECTIONS:
             raise ValueError(f"direction must be one of {DIRECTIONS}")
+        ctas = p.get("ctas", 1)
+        if ctas not in CLUSTER_CTAS or (ctas > 1 and (p["family"] != "tma" or p.get("direction") == "store" or p["rows"] % ctas)):
+            raise ValueError(f"ctas is one of {CLUSTER_CTAS}; more than 1 only for a window load whose rows they share")
+        if ctas > 1 and multicast_share_bytes(p) % 128:
+            raise ValueError("each CTA's share of a multicast lands in shared memory at a multiple of its size, and a TMA "
+                             "destination off a 128-byte boundary faults the GPU (docs/findings.md: Mosaic's multicast shares)")
         expected_image(p, _data(p))
 
     def family(self, case: Case) -> str:
@@ -176,7 +187,8 @@ class MosaicGpu(GpuTarget):
             return (f"wgmma {p['dtype']} {p['swizzle']}B" + (" B K-major" if b_major == "k" else "")
                     + (" A in registers" if a_from == "registers" else "") + (" A MN-major" if a_major == "mn" else ""))
         store = " store" if p.get("direction") == "store" else ""
-        return f"{p['family']}{store} {p['swizzle'] or 'no'} swizzle"
+        multicast = " multicast" if p.get("ctas", 1) > 1 else ""
+        return f"{p['family']}{store}{multicast} {p['swizzle'] or 'no'} swizzle"
 
     def parameter_space(self) -> Space:
         return Space((
@@ -184,6 +196,8 @@ class MosaicGpu(GpuTarget):
                       lambda p: p["family"]),
             Parameter("direction", DIRECTIONS, "TMA copies: global to shared memory, or shared to global (PTX 5.5.7)",
                       lambda p: p.get("direction", "load") if p["family"] != "wgmma" else None),
+            Parameter("cluster CTAs", CLUSTER_CTAS, "CTAs a window load is multicast to (collective async_copy)",
+                      lambda p: p.get("ctas", 1) if p["family"] == "tma" and p.get("direction", "load") == "load" else None),
             Parameter("swizzle", SWIZZLES, "PTX 5.5.7 modes Mosaic takes (bytes, 0 none)", lambda p: p["swizzle"]),
             Parameter("element bytes", ELEMENT_BYTES, "TMA element sizes", lambda p: p.get("element_bytes")),
             Parameter("wgmma type", WGMMA_TYPES, "PTX ISA 9.7.15.5: wgmma's input types (u8 and b1: Mosaic has none)",
@@ -206,9 +220,12 @@ class MosaicGpu(GpuTarget):
             return (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32 if p["dtype"] == "s8" else np.float32)
         if p.get("direction") == "store":
             return expected_store(p, *_store_data(p))
-        return expected_image(p, data)
+        return np.tile(expected_image(p, data), p.get("ctas", 1))  # each CTA of a multicast holds the whole window
 
     def observed(self, case: Case) -> np.ndarray:
+        return self.on_device(lambda: _faults_as_device_faults(self._observed, case))
+
+    def _observed(self, case: Case) -> np.ndarray:
         p = case.params
         data = _data(p)
         if p["family"] == "wgmma":
@@ -226,6 +243,8 @@ class MosaicGpu(GpuTarget):
         if p.get("direction") == "store":
             (out,) = _tma_store_kernel(*layout)(*_store_data(p))
             return np.asarray(out).view(np.uint8).reshape(-1)
+        if p.get("ctas", 1) > 1:
+            return np.asarray(_tma_multicast_kernel(*layout[1:-1], p["ctas"])(data)).view(np.uint8).reshape(-1)
         return np.asarray(_tma_kernel(*layout)(data)).view(np.uint8).reshape(-1)
 
     def compare(self, case: Case, expected: np.ndarray, observed: np.ndarray) -> Comparison:
@@ -246,6 +265,24 @@ class MosaicGpu(GpuTarget):
                               f"{len(wrong)} of {expected.size} global-memory bytes differ from PTX 5.5.7's placement")
         return Comparison(False, len(wrong), examples, f"{p['family']} {p['swizzle']}B: shared-memory bytes elsewhere",
                           f"{len(wrong)} of {expected.size} shared-memory bytes differ from PTX 5.5.7's placement")
+
+
+# what XLA's runtime says when a kernel faulted: the CUDA context is lost, and every later call in the process fails
+DEVICE_FAULT = re.compile(r"CUDA_ERROR_(MISALIGNED_ADDRESS|ILLEGAL_ADDRESS|ILLEGAL_INSTRUCTION|LAUNCH_FAILED|HARDWARE_STACK_ERROR)"
+                          r"|misaligned address|illegal memory access|unspecified launch failure")
+
+
+def _faults_as_device_faults(observe: Any, case: Case) -> Any:
+    """``observe(case)``, with an error of XLA's runtime that reports a device fault raised as ``DeviceFault``: the
+    worker then ends (``GpuTarget.on_device``) instead of failing every later case on the lost context."""
+    from layoutfuzz.gpu.device import DeviceFault
+
+    try:
+        return observe(case)
+    except Exception as exc:
+        if DEVICE_FAULT.search(str(exc)):
+            raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc
+        raise
 
 
 WGMMA_ONLY = frozenset({"wgmma type", "B major", "A from", "A major", "wgmma N"})
@@ -272,14 +309,16 @@ def validate_wgmma(p: Mapping[str, Any]) -> None:
 
 
 def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
-    """Element bytes belong to the TMA families, the wgmma parameters to wgmma (which needs a swizzle); PTX and Mosaic
-    rule out some wgmma pairs (``validate_wgmma``)."""
+    """Element bytes and the direction belong to the TMA families, the cluster's CTAs to window loads, the wgmma
+    parameters to wgmma (which needs a swizzle); PTX and Mosaic rule out some wgmma pairs (``validate_wgmma``)."""
     pair = {a: x, b: y}
     wgmma = bool(pair.keys() & WGMMA_ONLY)
     if "element bytes" in pair and wgmma:
         return True
     if "direction" in pair and wgmma:
         return True
+    if "cluster CTAs" in pair and (wgmma or pair.get("family") in ("tma_tiled", "wgmma") or pair.get("direction") == "store"):
+        return True  # a multicast is a window load
     if pair.get("family") == "wgmma":
         return "element bytes" in pair or "direction" in pair or pair.get("swizzle") == 0
     if pair.get("family") in ("tma", "tma_tiled"):
@@ -352,6 +391,33 @@ def _tma_kernel(family: str, element_bytes: int, swizzle: int, gmem_shape: tuple
     with _building():
         return mgpu.as_gpu_kernel(kernel, (1, 1, 1), (128, 1, 1), jax.ShapeDtypeStruct(gmem_shape, dtype), shape,
                                   (shape, mgpu.TMABarrier()))
+
+
+@cache
+def _tma_multicast_kernel(element_bytes: int, swizzle: int, gmem_shape: tuple[int, ...], smem: tuple[int, ...],
+                          row_offset: int, ctas: int) -> Any:
+    """A kernel over a cluster of ``ctas`` CTAs: the window loaded with the swizzle by a collective ``async_copy``
+    (each CTA loads its share of the rows and multicasts it to all), then each CTA's whole shared-memory buffer stored
+    out unswizzled into its own slot of the output."""
+    jax = _jax()
+    import jax.experimental.mosaic.gpu as mgpu
+    from jax._src.lib.mlir.dialects import gpu
+
+    dtype = UNSIGNED[element_bytes]
+
+    def kernel(ctx: Any, src: Any, dst: Any, scratch: Any) -> None:
+        buffer, barrier = scratch
+        ctx.async_copy(src_ref=src, dst_ref=buffer, gmem_slice=(mgpu.ds(row_offset, smem[0]), slice(None)),
+                       swizzle=swizzle or None, barrier=barrier, collective=gpu.Dimension.x)
+        barrier.wait()
+        ctx.async_copy(src_ref=buffer, dst_ref=dst, gmem_slice=(gpu.cluster_block_id(gpu.Dimension.x),))
+        ctx.await_async_copy(0)
+
+    shape = jax.ShapeDtypeStruct(smem, dtype)
+    with _building():
+        return mgpu.as_gpu_kernel(kernel, (ctas, 1, 1), (128, 1, 1), jax.ShapeDtypeStruct(gmem_shape, dtype),
+                                  jax.ShapeDtypeStruct((ctas, *smem), dtype), (shape, mgpu.TMABarrier()),
+                                  cluster=(ctas, 1, 1))
 
 
 @cache

@@ -49,3 +49,43 @@ def test_mosaic_stores_match_ptx_and_keep_the_rest_of_the_array():
     assert target.compare(_case(p), target.expected(_case(p)), observed).ok
     verdict = target.compare(_case(p), target.expected(_case({**p, "swizzle": 0})), observed)
     assert not verdict.ok and verdict.signature == "tma store 128B: global-memory bytes elsewhere"
+
+
+@pytest.mark.gpu
+def test_mosaic_multicast_loads_fill_every_cta_of_the_cluster():
+    pytest.importorskip("jax._src.lib.mosaic_gpu", reason="needs jaxlib with Mosaic GPU")
+    target = registry.load("mosaic.gpu")
+    multicast = [c for c in (make_case(target, 9, i) for i in range(300)) if c.params.get("ctas", 1) > 1][:24]
+    assert {c.params["ctas"] for c in multicast} == {2, 4}
+    for case in multicast:
+        verdict = target.compare(case, target.expected(case), target.observed(case))
+        assert verdict.ok, (case.params, verdict)
+    # one CTA's share missing from another CTA (its bytes as the single-CTA image with that share zeroed) is seen
+    p = {"family": "tma", "element_bytes": 2, "swizzle": 64, "rows": 16, "columns": 32, "row_offset": 0, "data_seed": 3,
+         "direction": "load", "ctas": 2}
+    observed = target.observed(_case(p))
+    expected = target.expected(_case(p))
+    assert target.compare(_case(p), expected, observed).ok
+    half = expected.copy()
+    half[expected.size // 2:expected.size // 2 + expected.size // 4] = 0  # CTA 1 without CTA 0's rows
+    assert not target.compare(_case(p), half, observed).ok
+
+
+@pytest.mark.gpu
+def test_a_multicast_share_off_128_bytes_faults_the_device_and_ends_the_worker():
+    # Mosaic 0.11.2 splits this window (2 rows of 32 bytes over 2 CTAs) into 32-byte shares, each landing 32 bytes
+    # apart in shared memory; a TMA destination must be 128-byte aligned, and the kernel faults with a misaligned
+    # address on the device instead of being refused. validate() refuses such cases; the fault still ends the worker
+    import subprocess
+    import sys
+
+    pytest.importorskip("jax._src.lib.mosaic_gpu", reason="needs jaxlib with Mosaic GPU")
+    code = ("from layoutfuzz.harness import registry\n"
+            "from layoutfuzz.generators.case import Case\n"
+            "p = {'family': 'tma', 'element_bytes': 1, 'swizzle': 0, 'rows': 2, 'columns': 32, 'row_offset': 0,"
+            " 'data_seed': 1, 'direction': 'load', 'ctas': 2}\n"
+            "registry.load('mosaic.gpu').observed(Case('mosaic.gpu', 0, 0, p))\n"
+            "print('no fault')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 70, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
+    assert "device fault" in done.stderr and "misaligned address" in done.stderr

@@ -68,6 +68,46 @@ def test_a_store_reads_each_element_where_a_load_puts_it_and_writes_nothing_else
             assert (back == window).all()  # the tiles cover the whole array
 
 
+def test_a_multicast_load_expects_the_whole_window_in_every_cta_and_only_window_loads_multicast():
+    target = registry.load("mosaic.gpu")
+    p = {"family": "tma", "element_bytes": 1, "swizzle": 32, "rows": 16, "columns": 32, "row_offset": 2, "data_seed": 6,
+         "direction": "load", "ctas": 4}
+    single = expected_image({**p, "ctas": 1}, _data(p))
+    assert (target.expected(_case(p)) == np.concatenate([single] * 4)).all()
+    target.validate(_case(p))
+    for bad in ({"rows": 13}, {"ctas": 3}, {"direction": "store"}, {"rows": 4}):  # rows 4: 32-byte shares
+        with pytest.raises(ValueError):
+            target.validate(_case({**p, **bad}))
+    cases = [make_case(target, 4, i).params for i in range(600)]
+    loads = [q for q in cases if q["family"] == "tma" and q["direction"] == "load"]
+    assert {q["ctas"] for q in loads} == {1, 2, 4}
+    for q in loads:  # the rows split evenly, into shares of whole 128-byte units (a TMA destination's alignment)
+        assert q["ctas"] == 1 or (q["rows"] % q["ctas"] == 0 and q["rows"] // q["ctas"] * q["columns"] * q["element_bytes"] % 128 == 0)
+    assert all(q.get("ctas", 1) == 1 for q in cases if q["family"] != "tma" or q["direction"] == "store")
+
+
+def test_a_device_fault_reported_by_xla_ends_the_worker_and_other_errors_stay_errors():
+    # a faulted kernel loses the CUDA context: XLA then fails every later call of the process, so the worker must end
+    # (a crash of that case) rather than turn each later case into an error
+    from layoutfuzz.gpu.device import DeviceFault
+    from layoutfuzz.gpu.mosaic_gpu import _faults_as_device_faults
+
+    def raising(message):
+        def observe(case):
+            raise RuntimeError(message)
+        return observe
+
+    fault = "INTERNAL: CUDA error: Error recording CUDA event: CUDA_ERROR_MISALIGNED_ADDRESS: misaligned address"
+    with pytest.raises(DeviceFault, match="misaligned address"):
+        _faults_as_device_faults(raising(fault), None)
+    with pytest.raises(DeviceFault):
+        _faults_as_device_faults(raising("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"), None)
+    with pytest.raises(RuntimeError) as refused:
+        _faults_as_device_faults(raising("ValueError: last dimension to be divisible by 128"), None)
+    assert not isinstance(refused.value, DeviceFault)
+    assert _faults_as_device_faults(lambda case: 7, None) == 7
+
+
 def test_the_target_finds_a_moved_byte_and_a_wrong_product():
     target = registry.load("mosaic.gpu")
     case = _case({"family": "tma", "element_bytes": 2, "swizzle": 64, "rows": 5, "columns": 32, "row_offset": 0, "data_seed": 9})
