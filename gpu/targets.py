@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -61,6 +62,13 @@ def cuda_device_availability(min_major: int = 9, needs: tuple[str, ...] = ("torc
     return Availability(True)
 
 
+def quietly(call: Callable[[], Any]) -> None:
+    """``call()`` on a worker's start-up thread: a failure is met again, and reported, by the first case that needs
+    what it made (a traceback from the thread would land in the middle of that case's log, and its crash signature)."""
+    with contextlib.suppress(Exception):
+        call()
+
+
 def retain_primary_context(ordinal: int = 0) -> None:
     """Device ``ordinal``'s primary context made and held for this process's life (the driver's calls give up the GIL)."""
     from cuda.bindings import driver
@@ -85,7 +93,7 @@ class GpuTarget(Target):
     def warm_up_worker(self) -> None:
         """The worker's CUDA context (device 0's primary context, which torch and cuda.core then share), made on a
         thread while the first batch is generated (and compiled): 0.3 s alone, up to 1.6 s with 16 workers at once."""
-        threading.Thread(target=retain_primary_context, name="CUDA context", daemon=True).start()
+        threading.Thread(target=quietly, args=(retain_primary_context,), name="CUDA context", daemon=True).start()
 
     def versions(self) -> Mapping[str, str]:
         try:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from math import prod
@@ -23,7 +22,7 @@ from layoutfuzz.gpu.device_arrays import device_input, device_output
 from layoutfuzz.gpu.direct_ttgir import DirectTtgir, compile_ttgir, convert_probe_ttgir
 from layoutfuzz.gpu.kernel_cache import cached_kernel, through_jit
 from layoutfuzz.gpu.prebuilt import CompiledKernel, active_folder, folder_version, from_triton, kernel_path
-from layoutfuzz.gpu.targets import GpuTarget, cuda_device_availability, retain_primary_context
+from layoutfuzz.gpu.targets import GpuTarget, cuda_device_availability, quietly, retain_primary_context
 from layoutfuzz.harness.capture import stderr_text
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.signatures import compile_error, normalise
@@ -58,12 +57,6 @@ class KernelSpec:
 def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, Any]:
     """What a prebuilt kernel of lowering ``variant`` is filed under: the case's params and the variant."""
     return {**params, "lowering": variant} if variant else dict(params)
-
-
-def _quietly(call: Callable[[], Any]) -> None:
-    """``call()``, whose failure a worker meets again, and reports, at its first case."""
-    with contextlib.suppress(Exception):
-        call()
 
 
 def _torch_on_device() -> None:
@@ -123,7 +116,7 @@ class GluonKernelTarget(GpuTarget):
         if self.prebuilt:
             super().warm_up_worker()
             return
-        threading.Thread(target=_quietly, args=(_torch_on_device,), name="CUDA context", daemon=True).start()
+        threading.Thread(target=quietly, args=(_torch_on_device,), name="CUDA context", daemon=True).start()
 
     def availability(self) -> Availability:
         folder = active_folder()

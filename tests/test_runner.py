@@ -293,3 +293,24 @@ def test_a_profiled_campaign_leaves_each_workers_totals(tmp_path):
                             "--out", "out2", cwd=tmp_path)
     profiles = sorted(folder.glob("worker-*.prof"))
     assert unprofiled.returncode in (0, 1) and sorted(folder.glob("worker-*.prof")) == profiles  # off unless asked for
+
+
+def test_a_gpu_worker_s_start_up_thread_fails_quietly(monkeypatch, capfd):
+    # issue 16: a worker begins its CUDA context on a thread beside its first case; where that fails, the case meets the
+    # failure and reports it, and no traceback from the thread lands in the case's log (its crash signature)
+    import threading
+
+    from layoutfuzz.gpu import targets
+    from layoutfuzz.harness import registry
+
+    def no_device():
+        raise RuntimeError("cuInit: no CUDA-capable device is detected")
+
+    escaped = []
+    monkeypatch.setattr(threading, "excepthook", escaped.append)  # what would print a traceback into the worker's log
+    monkeypatch.setattr(targets, "retain_primary_context", no_device)
+    registry.load("tma.swizzle").warm_up_worker()
+    for thread in threading.enumerate():
+        if thread.name == "CUDA context":
+            thread.join(10)
+    assert escaped == [] and capfd.readouterr().err == ""
