@@ -5,6 +5,7 @@
 ``shared_probe_2d``: a shared-memory round trip with a flat dump of the raw placement.
 ``tma_probe``: a TMA load (flat dump of what arrived) and a TMA store of known bytes.
 ``tma_cluster_probe``: a TMA load over a cluster of CTAs into a subview of a multi-buffer, read back in registers.
+``tma_cluster_store_probe``: its mirror, a TMA store over a cluster of CTAs from such a subview.
 ``wgmma_probe``: one ``warpgroup_mma`` over operands in chosen layouts and types.
 """
 
@@ -14,7 +15,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as ttgl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma
 
-from layoutfuzz.harness.triton_compat.gluon_ops import reinterpret, tma_load, tma_store
+from layoutfuzz.harness.triton_compat.gluon_ops import cluster_barrier, reinterpret, tma_load, tma_store
 
 
 @gluon.jit
@@ -133,6 +134,7 @@ def tma_cluster_probe(in_desc, out, BUFFERS: ttgl.constexpr, SLOT: ttgl.constexp
     mbarrier.expect(bar, BYTES)
     tma_load(in_desc, COORD, bar, smem.index(SLOT))
     mbarrier.wait(bar, phase=0)
+    cluster_barrier()  # from 3.7.1 only the lead CTA waits: the others learn of their data here
     mbarrier.invalidate(bar)
     ttgl.store(out + _offsets_2d(L, S0, S1), smem.index(SLOT).load(L))
 
@@ -149,8 +151,22 @@ def tma_multicast_probe(in_desc, out, BUFFERS: ttgl.constexpr, SLOT: ttgl.conste
     mbarrier.expect(bar, BYTES)
     tma_load(in_desc, COORD, bar, smem.index(SLOT), multicast=True)
     mbarrier.wait(bar, phase=0)
+    cluster_barrier()
     mbarrier.invalidate(bar)
     ttgl.store(out + _offsets_2d(L, S0, S1), smem.index(SLOT).load(L))
+
+
+@gluon.jit
+def tma_cluster_store_probe(out_desc, src, BUFFERS: ttgl.constexpr, SLOT: ttgl.constexpr, COORD: ttgl.constexpr,
+                            L: ttgl.constexpr, S0: ttgl.constexpr, S1: ttgl.constexpr):
+    """Over a cluster (``num_ctas``): load the block row-major from ``src`` in ``L`` (the descriptor's CTA split), write
+    it into buffer ``SLOT`` of ``BUFFERS`` (a subview of one allocation in the descriptor's CTA-split NVMMA layout), and
+    TMA-store that buffer at ``COORD``: each CTA its part."""
+    smem = ttgl.allocate_shared_memory(out_desc.dtype, [BUFFERS, S0, S1], out_desc.layout)
+    smem.index(SLOT).store(ttgl.load(src + _offsets_2d(L, S0, S1)))
+    fence_async_shared()
+    tma_store(out_desc, COORD, smem.index(SLOT))
+    tma.store_wait(0)
 
 
 @gluon.jit

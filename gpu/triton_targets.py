@@ -68,7 +68,8 @@ def _torch_on_device() -> None:
 
 
 @cache
-def _launcher():
+def cubin_launcher() -> Any:
+    """This process's launcher of compiled kernels (``gpu.prebuilt.CubinLauncher``): its stream takes their buffers."""
     from layoutfuzz.gpu.prebuilt import CubinLauncher
 
     return CubinLauncher()
@@ -121,12 +122,19 @@ class GluonKernelTarget(GpuTarget):
     def availability(self) -> Availability:
         folder = active_folder()
         if folder is None:
-            return super().availability()
+            missing = self.compile_support()
+            return Availability(False, missing) if missing else super().availability()
         if not self.prebuilt:
-            return Availability(False, "its kernels are not yet launched without Triton (they take tensor descriptors)")
+            return Availability(False, "its kernels are not launched without Triton")
         if not folder.is_dir():
             return Availability(False, f"no prebuilt kernels in {folder}")
+        if not (folder / self.name).is_dir():
+            return Availability(False, f"no {self.name} kernels in {folder}: compile them with `layoutfuzz kernels`")
         return cuda_device_availability(9, ("cuda.core",))
+
+    def compile_support(self) -> str | None:
+        """Why this process's Triton cannot compile the target's kernels (a Gluon operation it lacks), or None."""
+        return None
 
     def versions(self) -> Mapping[str, str]:
         folder = active_folder()
@@ -197,7 +205,7 @@ class GluonKernelTarget(GpuTarget):
             clusters = {"num_ctas": spec.num_ctas} if spec.num_ctas > 1 else {}
             self.launch(spec.kernel, *buffers, **spec.constexprs, num_warps=spec.num_warps, **clusters)
             return
-        _launcher().launch(kernel, *buffers)
+        cubin_launcher().launch(kernel, *buffers)
 
     def observed(self, case: Case) -> Any:
         try:
@@ -401,7 +409,7 @@ class TritonConvertLayout(GluonKernelTarget):
         info = np.iinfo(dtype)
         values = np.random.default_rng(case.index).integers(info.min, info.max, numel, dtype=dtype)  # the data follows the index
         kernel = self.kernel_for(case, variant)
-        stream = _launcher().stream
+        stream = cubin_launcher().stream
         src = device_input(values, "src", stream)
         outputs = [device_output(np.zeros(numel, dtype), "dst", stream),
                    *(device_output(np.full(numel, -1, np.int32), name, stream) for name in ("tid_a", "tid_b"))]
@@ -516,7 +524,7 @@ class TritonSharedMemory(GluonKernelTarget):
         dtype = np.dtype(INT_TYPES[p["elem_bits"]])
         ids = np.arange(numel, dtype=np.int64).astype(dtype)  # element ids (mod 2^bits)
         kernel = self.kernel_for(case)
-        stream = _launcher().stream
+        stream = cubin_launcher().stream
         src = device_input(ids, "src", stream)
         dst, raw = device_output(np.zeros(numel, dtype), "dst", stream), device_output(np.zeros(numel, dtype), "raw", stream)
         self.execute(case, src, dst, raw, kernel=kernel)

@@ -22,7 +22,7 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Space
-from layoutfuzz.gpu.triton_targets import GluonKernelTarget
+from layoutfuzz.gpu.triton_targets import GluonKernelTarget, KernelSpec, cubin_launcher
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.oracles.tma import block_boxes
 
@@ -114,7 +114,9 @@ class TritonTmaCluster(GluonKernelTarget):
     name = "triton.tma_cluster"
     layer = "Triton's TMA lowering over a cluster (CTA-split NVMMA layouts, shared-memory subviews)"
     description = "Gluon TMA loads over a cluster of 2 or 4 CTAs into a subview of a multi-buffer, on the GPU, vs the tiled-load oracle"
-    requires = ("cuda device sm_90", "triton", "torch")
+    requires = ("cuda device sm_90", "triton")
+    prebuilt = True  # its kernels take a tensor descriptor, rebuilt without Triton (gpu.tensor_descriptors)
+    probe_name = "tma_cluster_probe"  # the Gluon kernel of gpu.gluon_probes each case runs
 
     def parameter_space(self) -> Space:
         from layoutfuzz.gpu.spaces import triton_tma_cluster_space
@@ -223,19 +225,45 @@ class TritonTmaCluster(GluonKernelTarget):
         block[:inside.shape[0], :inside.shape[1]] = inside
         return {"tensor_maps": self.tensor_maps(p), "load": block.tobytes().hex()}
 
-    def run(self, case: Case) -> dict[str, Any]:
-        import torch
-        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-        from layoutfuzz.gpu.gluon_probes import tma_cluster_probe
-        from layoutfuzz.gpu.guards import guarded_output
+    def kernel_spec(self, case: Case) -> KernelSpec:
+        from layoutfuzz.gpu import gluon_probes
 
         p = case.params
         layout, constexprs = probe_arguments(p)
-        src = torch.from_numpy(block_values(case)).cuda()
-        out = guarded_output(torch.full((prod(p["block"]),), unwritten(p["elem_bits"] // 8), dtype=src.dtype, device="cuda"), "out")
+        return KernelSpec(getattr(gluon_probes, self.probe_name), probe_signature(p, layout), constexprs, p["num_warps"],
+                          1 << len(p["splits"]))
+
+    def run(self, case: Case) -> dict[str, Any]:
+        """The block as the kernel stored it, and the tensor maps it was compiled for: a prebuilt (or cached) kernel
+        on NumPy buffers through cuda.core, or Triton's JIT on torch tensors (``$LAYOUTFUZZ_TRITON_JIT=1``)."""
+        p = case.params
+        kernel = self.kernel_for(case)
+        values = block_values(case)
+        before = np.full(prod(p["block"]), unwritten(p["elem_bits"] // 8), dtype=values.dtype)
+        if kernel is None:
+            return self._run_through_jit(case, values, before)
+        from layoutfuzz.gpu.device_arrays import device_input, device_output
+        from layoutfuzz.gpu.tensor_descriptors import HostTensorDescriptor
+
+        stream = cubin_launcher().stream
+        src, out = device_input(values, "src", stream), device_output(before, "out", stream)
+        self.execute(case, HostTensorDescriptor(src, tuple(p["global_shape"]), (values.shape[1], 1)), out, kernel=kernel)
+        maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.tensor_maps]
+        return {"tensor_maps": maps, "load": out.read(stream).tobytes().hex()}
+
+    def _run_through_jit(self, case: Case, values: np.ndarray, before: np.ndarray) -> dict[str, Any]:
+        import torch
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        from layoutfuzz.gpu.guards import guarded_output
+
+        p = case.params
+        spec = self.kernel_spec(case)
+        layout = probe_arguments(p)[0]
+        src = torch.from_numpy(values).cuda()
+        out = guarded_output(torch.from_numpy(before).cuda(), "out")
         desc = TensorDescriptor(src, list(p["global_shape"]), list(src.stride()), list(p["block"]), layout)
-        kernel = self.launch(tma_cluster_probe, desc, out.tensor, **constexprs, num_warps=p["num_warps"], num_ctas=1 << len(p["splits"]))
+        kernel = self.launch(spec.kernel, desc, out.tensor, **spec.constexprs, num_warps=spec.num_warps, num_ctas=spec.num_ctas)
         out.check()
         maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.metadata.tensordesc_meta]
         return {"tensor_maps": maps, "load": out.tensor.cpu().numpy().tobytes().hex()}

@@ -45,6 +45,20 @@ def deliveries_expected(p: Mapping[str, Any]) -> dict[int, list[list[int]]]:
     return out
 
 
+def multicast_missing() -> str | None:
+    """Why this process's Triton cannot compile a Gluon multicast TMA load (no Gluon, or 3.6.0's load without
+    ``multicast``), or None."""
+    try:
+        import triton
+
+        from layoutfuzz.harness.triton_compat.gluon_ops import tma_load
+    except Exception as exc:
+        return f"needs Triton with Gluon: {exc}"
+    if "multicast" not in inspect.signature(tma_load).parameters:
+        return f"Gluon's TMA load has no multicast in Triton {triton.__version__} (3.7.1 on)"
+    return None
+
+
 class TritonTmaMulticast(TritonTmaCluster):
     name = "triton.tma_multicast"
     layer = "Triton's TMA lowering of multicast loads over a cluster (ctaMask, coordinates, destination)"
@@ -52,18 +66,12 @@ class TritonTmaMulticast(TritonTmaCluster):
                    "in the PTX (coordinates, destination, ctaMask) against its part of the CGA layout")
     requires = ("triton 3.7.1 or later (Gluon's multicast TMA load)",)
     needs = ("triton",)
+    prebuilt = False  # it runs nothing: the PTX is its answer
     case_model = "triton.tma_cluster"  # the same cases as triton.tma_cluster, side by side
 
     def availability(self) -> Availability:
-        try:
-            import triton
-
-            from layoutfuzz.harness.triton_compat.gluon_ops import tma_load
-        except Exception as exc:
-            return Availability(False, f"needs Triton with Gluon: {exc}")
-        if "multicast" not in inspect.signature(tma_load).parameters:
-            return Availability(False, f"Gluon's TMA load has no multicast in Triton {triton.__version__} (3.7.1 on)")
-        return Availability(True)
+        missing = multicast_missing()
+        return Availability(False, missing) if missing else Availability(True)
 
     def expected(self, case: Case) -> dict[str, Any]:
         return {"deliveries": {str(cta): boxes for cta, boxes in deliveries_expected(case.params).items()}}
@@ -117,3 +125,21 @@ class TritonTmaMulticast(TritonTmaCluster):
             kind = "boxes at the wrong coordinates or offset"
         return Comparison(False, len(wrong), tuple(wrong[:8]), f"multicast: {kind}",
                           f"{len(wrong)} of {len(expected['deliveries'])} CTAs receive other boxes than their part")
+
+
+class TritonTmaClusterMulticast(TritonTmaCluster):
+    """``triton.tma_cluster``'s kernels with a multicast load, run on the GPU: what the PTX check cannot see, the
+    barriers' accounting (a CTA whose barrier expects other bytes than arrive hangs, or reads its buffer early) and the
+    bytes that land. Triton 3.7.1 on: their kernels are compiled on a CPU (``layoutfuzz kernels --triton``) and run
+    from the folder ``$LAYOUTFUZZ_KERNELS`` names, as the GPU machine's own Triton is 3.6.0."""
+
+    name = "triton.tma_cluster_multicast"
+    layer = "Triton's multicast TMA lowering over a cluster (ctaMask, barriers, the bytes delivered)"
+    description = ("Gluon multicast TMA loads over clusters of 2 and 4 CTAs into subviews, on the GPU (kernels of any "
+                   "Triton compiled ahead), vs the tiled-load oracle")
+    requires = ("cuda device sm_90", "triton 3.7.1 or later, or its kernels compiled ahead")
+    probe_name = "tma_multicast_probe"
+    case_model = "triton.tma_cluster"  # the same cases as triton.tma_cluster, side by side
+
+    def compile_support(self) -> str | None:
+        return multicast_missing()

@@ -236,8 +236,14 @@ def cmd_kernels(args: argparse.Namespace) -> int:
             target = load_target(spec)
             if not getattr(target, "prebuilt", False):
                 raise UsageError(f"{target.name} runs no Triton kernel to compile ahead")
+            missing = target.compile_support()
+            if missing:  # a release without the operation: the others of a --triton range still compile
+                print(f"Triton {triton.__version__}: {target.name} skipped: {missing}", file=sys.stderr)
+                continue
             jobs += [Job(spec, make_case(target, args.seed, i)) for i in range(args.cases)]
     if not jobs:
+        if args.targets:  # every target named needs what this release lacks (said above): nothing to compile here
+            return 0
         raise UsageError("name the kernels: --targets NAMES --cases N, or --case FILE")
     folder = Path(args.out) / f"triton-{triton.__version__}"
     started = time.monotonic()

@@ -25,6 +25,8 @@ BUILTIN: dict[str, str] = {
     "triton.convert_layout_cluster": "layoutfuzz.gpu.triton_clusters:TritonConvertLayoutCluster",
     "triton.tma_cluster": "layoutfuzz.gpu.triton_tma_cluster:TritonTmaCluster",
     "triton.tma_multicast": "layoutfuzz.gpu.triton_tma_multicast:TritonTmaMulticast",
+    "triton.tma_cluster_multicast": "layoutfuzz.gpu.triton_tma_multicast:TritonTmaClusterMulticast",
+    "triton.tma_cluster_store": "layoutfuzz.gpu.triton_tma_cluster_store:TritonTmaClusterStore",
     "triton.shared_memory": "layoutfuzz.gpu.triton_targets:TritonSharedMemory",
     "triton.tma": "layoutfuzz.gpu.triton_tma:TritonTma",
     "triton.wgmma": "layoutfuzz.gpu.triton_wgmma:TritonWgmma",

@@ -142,11 +142,15 @@ def moves(copy: TensorCopy) -> Moves:
         inside = np.repeat(inside, len(parts))
         return Moves(shared, (global_offset[:, None] + parts).ravel(), inside, inside, GRANULE)
     shared = box.swizzle(box.dst + dense)
-    # observed: a store writes the granule holding dim 0's bound whole (bytes before the bound's granule end)
-    granule_end = -(-copy.global_dims[0] * box.element_bytes // GRANULE) * GRANULE
-    in_granule = (coordinate[0] >= 0) & (coordinate[0] * box.element_bytes < granule_end)
+    in_granule = (coordinate[0] >= 0) & (coordinate[0] < store_reach(copy.global_dims[0], box.element_bytes))
     stored = in_granule & within[1:].all(axis=0)
     return Moves(shared, global_offset, inside, stored, box.element_bytes)
+
+
+def store_reach(dim0: int, element_bytes: int) -> int:
+    """The elements along dimension 0 (of ``dim0``) a store writes where its box covers them: the observed rule (the
+    module's text), the granule that holds the bound written whole, so up to that granule's end."""
+    return -(-dim0 * element_bytes // GRANULE) * GRANULE // element_bytes
 
 
 def _byte_indices(starts: np.ndarray, size: int) -> np.ndarray:
