@@ -365,6 +365,14 @@ def _building() -> Iterator[None]:
         yield
 
 
+def _global_side(mgpu: Any, family: str, smem: tuple[int, ...], row_offset: int, tile: tuple[int, ...]) -> dict[str, Any]:
+    """The global-memory arguments of a TMA ``async_copy``: the window of ``smem[0]`` rows from ``row_offset`` (family
+    ``tma``), or the tiling of the whole array into ``tile``s."""
+    if family == "tma":
+        return {"gmem_slice": (mgpu.ds(row_offset, smem[0]), slice(None))}
+    return {"gmem_transform": mgpu.TileTransform(tile)}
+
+
 @cache
 def _tma_kernel(family: str, element_bytes: int, swizzle: int, gmem_shape: tuple[int, ...], smem: tuple[int, ...],
                 row_offset: int, tile: tuple[int, ...]) -> Any:
@@ -377,12 +385,8 @@ def _tma_kernel(family: str, element_bytes: int, swizzle: int, gmem_shape: tuple
 
     def kernel(ctx: Any, src: Any, dst: Any, scratch: Any) -> None:
         buffer, barrier = scratch
-        extra: dict[str, Any] = {}
-        if family == "tma":
-            extra["gmem_slice"] = (mgpu.ds(row_offset, smem[0]), slice(None))
-        else:
-            extra["gmem_transform"] = mgpu.TileTransform(tile)
-        ctx.async_copy(src_ref=src, dst_ref=buffer, swizzle=swizzle or None, barrier=barrier, **extra)
+        ctx.async_copy(src_ref=src, dst_ref=buffer, swizzle=swizzle or None, barrier=barrier,
+                       **_global_side(mgpu, family, smem, row_offset, tile))
         barrier.wait()
         ctx.async_copy(src_ref=buffer, dst_ref=dst)
         ctx.await_async_copy(0)
@@ -407,8 +411,8 @@ def _tma_multicast_kernel(element_bytes: int, swizzle: int, gmem_shape: tuple[in
 
     def kernel(ctx: Any, src: Any, dst: Any, scratch: Any) -> None:
         buffer, barrier = scratch
-        ctx.async_copy(src_ref=src, dst_ref=buffer, gmem_slice=(mgpu.ds(row_offset, smem[0]), slice(None)),
-                       swizzle=swizzle or None, barrier=barrier, collective=gpu.Dimension.x)
+        ctx.async_copy(src_ref=src, dst_ref=buffer, swizzle=swizzle or None, barrier=barrier, collective=gpu.Dimension.x,
+                       **_global_side(mgpu, "tma", smem, row_offset, ()))
         barrier.wait()
         ctx.async_copy(src_ref=buffer, dst_ref=dst, gmem_slice=(gpu.cluster_block_id(gpu.Dimension.x),))
         ctx.await_async_copy(0)
@@ -435,12 +439,7 @@ def _tma_store_kernel(family: str, element_bytes: int, swizzle: int, gmem_shape:
         ctx.async_copy(src_ref=image, dst_ref=buffer, barrier=barrier)
         barrier.wait()
         mgpu.commit_shared()  # what Mosaic asks before a TMA store reads shared memory
-        extra: dict[str, Any] = {}
-        if family == "tma":
-            extra["gmem_slice"] = (mgpu.ds(row_offset, smem[0]), slice(None))
-        else:
-            extra["gmem_transform"] = mgpu.TileTransform(tile)
-        ctx.async_copy(src_ref=buffer, dst_ref=out, swizzle=swizzle or None, **extra)
+        ctx.async_copy(src_ref=buffer, dst_ref=out, swizzle=swizzle or None, **_global_side(mgpu, family, smem, row_offset, tile))
         ctx.await_async_copy(0)
 
     shape = jax.ShapeDtypeStruct(smem, dtype)

@@ -123,7 +123,7 @@ def test_kernels_compiles_the_multicast_target_only_where_gluon_has_multicast(tm
 @pytest.mark.gpu
 def test_prebuilt_cluster_kernels_run_on_the_device_as_through_tritons_jit(tmp_path):
     # the cubin path (cuda.core, NumPy buffers, the descriptor rebuilt) against Triton's own JIT and launcher, case by case
-    from layoutfuzz.gpu.triton_tma_cluster import slot_misaligned
+    from layoutfuzz.gpu.triton_tma_cluster import copies_below_a_split, slot_misaligned
 
     env = {**os.environ, "LAYOUTFUZZ_CACHE": str(tmp_path / "cache"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}
     code = ("import json, sys\nfrom layoutfuzz.harness import registry\nfrom layoutfuzz.harness.runner import make_case\n"
@@ -131,11 +131,17 @@ def test_prebuilt_cluster_kernels_run_on_the_device_as_through_tritons_jit(tmp_p
             "    target = registry.load(name)\n"
             "    out[name] = [target.observed(make_case(target, 0, i)) for i in map(int, sys.argv[1:])]\n"
             "print(json.dumps(out))\n")
-    indices = [str(i) for i in range(12) if not slot_misaligned(make_case(registry.load("triton.tma_cluster"), 0, i).params)]
+    # not the findings' cases: a fault, and (3.6.0) CTAs storing different parts to one place, whichever lands last
+    indices = [str(i) for i in range(16) if not (slot_misaligned(p := make_case(registry.load("triton.tma_cluster"), 0, i).params)
+                                                 or copies_below_a_split(p))]
     answers = []
     for jit in ("0", "1"):
         done = subprocess.run([sys.executable, "-c", code, *indices], capture_output=True, text=True,
                               env={**env, "LAYOUTFUZZ_TRITON_JIT": jit}, timeout=600)
         assert done.returncode == 0, done.stderr[-2000:]
-        answers.append(done.stdout.strip().splitlines()[-1])
-    assert answers[0] == answers[1] and len(indices) >= 8
+        answers.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert len(indices) >= 8
+    for name, cubin in answers[0].items():
+        for index, a, b in zip(indices, cubin, answers[1][name]):
+            differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            assert not differ, f"{name} case {index}: {differ} differ: {str(a)[:300]} vs {str(b)[:300]}"
