@@ -125,7 +125,7 @@ class GluonKernelTarget(GpuTarget):
             missing = self.compile_support()
             return Availability(False, missing) if missing else super().availability()
         if not self.prebuilt:
-            return Availability(False, "its kernels are not launched without Triton")
+            return Availability(False, "its kernels run through Triton's JIT only: none are compiled ahead")
         if not folder.is_dir():
             return Availability(False, f"no prebuilt kernels in {folder}")
         if not (folder / self.name).is_dir():
