@@ -56,3 +56,9 @@ def expanded(descriptor: HostTensorDescriptor, meta: Mapping[str, Any]) -> list[
     from layoutfuzz.gpu.tma import encode_tensor_map
 
     return [encode_tensor_map(tiled_encoding(descriptor, meta)), *descriptor.shape, *descriptor.strides]
+
+
+def encoded_maps(metas: Any) -> list[dict[str, Any]]:
+    """What a kernel's ``tensordesc_meta`` says Triton encodes for each descriptor: the swizzle mode and the box, as the
+    targets compare them with their oracles."""
+    return [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in metas]

@@ -16,6 +16,7 @@ from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Space
 from layoutfuzz.gpu.targets import compare_windows
+from layoutfuzz.gpu.tensor_descriptors import encoded_maps
 from layoutfuzz.gpu.triton_targets import GluonKernelTarget
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Attribution
@@ -238,7 +239,7 @@ class TritonTma(GluonKernelTarget):
         flat = ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0])
         kernel = self.launch(tma_probe, in_desc, out_desc, raw, fill_t, COORD=tuple(p["coord"]), N=prod(p["block"]), F=flat,
                              num_warps=p["num_warps"])
-        maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.metadata.tensordesc_meta]
+        maps = encoded_maps(kernel.metadata.tensordesc_meta)
         # the same first box through the raw driver (gpu/kernels/tma_copy.cu), against its oracle
         box = first_box(p)
         (window,) = _tma_runner().run([box], WINDOW)

@@ -22,6 +22,7 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Space
+from layoutfuzz.gpu.tensor_descriptors import encoded_maps
 from layoutfuzz.gpu.triton_targets import GluonKernelTarget, KernelSpec, cubin_launcher
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.oracles.tma import block_boxes
@@ -248,7 +249,7 @@ class TritonTmaCluster(GluonKernelTarget):
         stream = cubin_launcher().stream
         src, out = device_input(values, "src", stream), device_output(before, "out", stream)
         self.execute(case, HostTensorDescriptor(src, tuple(p["global_shape"]), (values.shape[1], 1)), out, kernel=kernel)
-        maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.tensor_maps]
+        maps = encoded_maps(kernel.tensor_maps)
         return {"tensor_maps": maps, "load": out.read(stream).tobytes().hex()}
 
     def _run_through_jit(self, case: Case, values: np.ndarray, before: np.ndarray) -> dict[str, Any]:
@@ -265,7 +266,7 @@ class TritonTmaCluster(GluonKernelTarget):
         desc = TensorDescriptor(src, list(p["global_shape"]), list(src.stride()), list(p["block"]), layout)
         kernel = self.launch(spec.kernel, desc, out.tensor, **spec.constexprs, num_warps=spec.num_warps, num_ctas=spec.num_ctas)
         out.check()
-        maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.metadata.tensordesc_meta]
+        maps = encoded_maps(kernel.metadata.tensordesc_meta)
         return {"tensor_maps": maps, "load": out.tensor.cpu().numpy().tobytes().hex()}
 
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.tensor_descriptors import encoded_maps
 from layoutfuzz.gpu.triton_targets import KernelSpec, cubin_launcher
 from layoutfuzz.gpu.triton_tma_cluster import TritonTmaCluster, cta_part, probe_arguments, probe_signature
 from layoutfuzz.harness.compare import Comparison
@@ -79,7 +80,7 @@ class TritonTmaClusterStore(TritonTmaCluster):
         stream = cubin_launcher().stream
         src, out = device_input(block, "src", stream), device_output(before, "tensor", stream)
         self.execute(case, HostTensorDescriptor(out, tuple(p["global_shape"]), (before.shape[1], 1)), src, kernel=kernel)
-        maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.tensor_maps]
+        maps = encoded_maps(kernel.tensor_maps)
         return {"tensor_maps": maps, "store": out.read(stream).tobytes().hex()}
 
     def _store_through_jit(self, case: Case, block: np.ndarray, before: np.ndarray) -> dict[str, Any]:
@@ -96,7 +97,7 @@ class TritonTmaClusterStore(TritonTmaCluster):
         kernel = self.launch(spec.kernel, desc, torch.from_numpy(block).cuda(), **spec.constexprs, num_warps=spec.num_warps,
                              num_ctas=spec.num_ctas)
         out.check()
-        maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.metadata.tensordesc_meta]
+        maps = encoded_maps(kernel.metadata.tensordesc_meta)
         return {"tensor_maps": maps, "store": out.tensor.cpu().numpy().tobytes().hex()}
 
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:

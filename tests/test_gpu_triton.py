@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.tensor_descriptors import encoded_maps
 from layoutfuzz.gpu.triton_targets import (
     POINTERS,
     TritonConvertLayout,
@@ -212,7 +213,7 @@ def test_triton_encodes_the_tensor_maps_the_oracle_predicts():
         seen.add((p["swizzle"], len(p["block"])))
         signature, constexprs = _tma_signature(p)
         kernel = compile_for_sm90(tma_probe, signature, constexprs, p["num_warps"])
-        maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.metadata.tensordesc_meta]
+        maps = encoded_maps(kernel.metadata.tensordesc_meta)
         assert maps == target.tensor_maps(p), p
         assert "cp.async.bulk.tensor" in kernel.asm["ptx"]
     assert len(seen) == 8

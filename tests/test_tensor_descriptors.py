@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from layoutfuzz.gpu.prebuilt import CompiledKernel, _packed, entry_param_types
-from layoutfuzz.gpu.tensor_descriptors import DEVICE_TO_HOST_DTYPE, HostTensorDescriptor, tiled_encoding
+from layoutfuzz.gpu.tensor_descriptors import DEVICE_TO_HOST_DTYPE, HostTensorDescriptor, encoded_maps, tiled_encoding
 from layoutfuzz.harness import registry
 from layoutfuzz.harness.runner import make_case
 
@@ -90,7 +90,7 @@ def test_a_compiled_cluster_kernel_records_its_parameters_and_tensor_map(tmp_pat
         # the descriptor expands to the tensor map, 2 shape i32 and 2 stride i64; then the other pointer and 2 scratch
         assert kernel.param_types == ("b8[128]", "u32", "u32", "u64", "u64", "u64", "u64", "u64")
         assert kernel.num_ctas == 1 << len(case.params["splits"])
-        assert [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.tensor_maps] == \
+        assert encoded_maps(kernel.tensor_maps) == \
             target.tensor_maps(case.params)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.tensor_descriptors import encoded_maps
 from layoutfuzz.gpu.triton_tma_cluster import TritonTmaCluster, block_values, cga_bases, cta_part, unwritten
 from layoutfuzz.harness.runner import make_case
 
@@ -81,7 +82,7 @@ def test_triton_encodes_the_tensor_map_the_oracle_expects_for_a_ctas_part(tmp_pa
         seen.add(key)
         layout, constexprs = probe_arguments(p)
         kernel = compile_for_sm90(tma_cluster_probe, probe_signature(p, layout), constexprs, p["num_warps"], 1 << len(p["splits"]))
-        maps = [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.metadata.tensordesc_meta]
+        maps = encoded_maps(kernel.metadata.tensordesc_meta)
         assert maps == target.tensor_maps(p), p
         assert kernel.metadata.num_ctas == 1 << len(p["splits"])
         if len(seen) >= 10:

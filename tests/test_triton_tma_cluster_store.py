@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.tensor_descriptors import encoded_maps
 from layoutfuzz.gpu.triton_tma_cluster import copies_below_a_split, slot_misaligned
 from layoutfuzz.gpu.triton_tma_cluster_store import SENTINEL, TritonTmaClusterStore, stored_block, tensor_before
 from layoutfuzz.harness.runner import make_case
@@ -64,7 +65,7 @@ def test_triton_encodes_a_ctas_part_for_a_store_over_a_cluster(tmp_path, monkeyp
         seen.add(key)
         kernel = target.compile(case)
         assert not kernel.rejected, kernel.rejected
-        assert [{"swizzle": m["swizzle"], "block_size": list(m["block_size"])} for m in kernel.tensor_maps] == \
+        assert encoded_maps(kernel.tensor_maps) == \
             target.tensor_maps(case.params), case.params
         if len(seen) >= 8:
             break
