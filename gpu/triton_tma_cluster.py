@@ -235,24 +235,33 @@ class TritonTmaCluster(GluonKernelTarget):
                           1 << len(p["splits"]))
 
     def run(self, case: Case) -> dict[str, Any]:
-        """The block as the kernel stored it, and the tensor maps it was compiled for: a prebuilt (or cached) kernel
-        on NumPy buffers through cuda.core, or Triton's JIT on torch tensors (``$LAYOUTFUZZ_TRITON_JIT=1``)."""
         p = case.params
-        kernel = self.kernel_for(case)
         values = block_values(case)
         before = np.full(prod(p["block"]), unwritten(p["elem_bits"] // 8), dtype=values.dtype)
+        maps, block = self.run_probe(case, tensor=values, block=before, written="block")
+        return {"tensor_maps": maps, "load": block.tobytes().hex()}
+
+    def run_probe(self, case: Case, tensor: np.ndarray, block: np.ndarray, written: str) -> tuple[list[dict[str, Any]], np.ndarray]:
+        """Runs the case's probe on the global ``tensor`` (rows padded to the row stride; its descriptor's argument)
+        and the row-major ``block`` (its pointer argument); returns the tensor maps the kernel was compiled for and
+        ``written`` ("tensor" or "block") as the kernel left it, between canary guards. A prebuilt (or cached) kernel
+        runs on NumPy buffers through cuda.core, else Triton's JIT on torch tensors (``$LAYOUTFUZZ_TRITON_JIT=1``)."""
+        shape = tuple(case.params["global_shape"])
+        arrays = {"tensor": tensor, "block": block}
+        kernel = self.kernel_for(case)
         if kernel is None:
-            return self._run_through_jit(case, values, before)
+            return self._run_probe_through_jit(case, arrays, written)
         from layoutfuzz.gpu.device_arrays import device_input, device_output
         from layoutfuzz.gpu.tensor_descriptors import HostTensorDescriptor
 
         stream = cubin_launcher().stream
-        src, out = device_input(values, "src", stream), device_output(before, "out", stream)
-        self.execute(case, HostTensorDescriptor(src, tuple(p["global_shape"]), (values.shape[1], 1)), out, kernel=kernel)
-        maps = encoded_maps(kernel.tensor_maps)
-        return {"tensor_maps": maps, "load": out.read(stream).tobytes().hex()}
+        on_device = {name: (device_output if name == written else device_input)(values, name, stream)
+                     for name, values in arrays.items()}
+        self.execute(case, HostTensorDescriptor(on_device["tensor"], shape, (tensor.shape[1], 1)), on_device["block"],
+                     kernel=kernel)
+        return encoded_maps(kernel.tensor_maps), on_device[written].read(stream)
 
-    def _run_through_jit(self, case: Case, values: np.ndarray, before: np.ndarray) -> dict[str, Any]:
+    def _run_probe_through_jit(self, case: Case, arrays: dict[str, np.ndarray], written: str) -> tuple[list[dict[str, Any]], np.ndarray]:
         import torch
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -260,14 +269,14 @@ class TritonTmaCluster(GluonKernelTarget):
 
         p = case.params
         spec = self.kernel_spec(case)
-        layout = probe_arguments(p)[0]
-        src = torch.from_numpy(values).cuda()
-        out = guarded_output(torch.from_numpy(before).cuda(), "out")
-        desc = TensorDescriptor(src, list(p["global_shape"]), list(src.stride()), list(p["block"]), layout)
-        kernel = self.launch(spec.kernel, desc, out.tensor, **spec.constexprs, num_warps=spec.num_warps, num_ctas=spec.num_ctas)
-        out.check()
-        maps = encoded_maps(kernel.metadata.tensordesc_meta)
-        return {"tensor_maps": maps, "load": out.tensor.cpu().numpy().tobytes().hex()}
+        guarded = guarded_output(torch.from_numpy(arrays[written]).cuda(), written)
+        on_device = {name: guarded.tensor if name == written else torch.from_numpy(values).cuda() for name, values in arrays.items()}
+        tensor = on_device["tensor"]
+        desc = TensorDescriptor(tensor, list(p["global_shape"]), list(tensor.stride()), list(p["block"]), probe_arguments(p)[0])
+        compiled = self.launch(spec.kernel, desc, on_device["block"], **spec.constexprs, num_warps=spec.num_warps,
+                               num_ctas=spec.num_ctas)
+        guarded.check()
+        return encoded_maps(compiled.metadata.tensordesc_meta), guarded.tensor.cpu().numpy()
 
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
         """The tensor map first, then the block element by element: which CTA's part went wrong (by the CTA tile of

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.gpu.tensor_descriptors import encoded_maps
-from layoutfuzz.gpu.triton_targets import KernelSpec, cubin_launcher
+from layoutfuzz.gpu.triton_targets import KernelSpec
 from layoutfuzz.gpu.triton_tma_cluster import TritonTmaCluster, cta_part, probe_arguments, probe_signature
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.oracles.tma_copy import store_reach
@@ -69,36 +68,8 @@ class TritonTmaClusterStore(TritonTmaCluster):
         return {"tensor_maps": self.tensor_maps(p), "store": tensor.tobytes().hex()}
 
     def run(self, case: Case) -> dict[str, Any]:
-        p = case.params
-        kernel = self.kernel_for(case)
-        block, before = stored_block(case), tensor_before(case)
-        if kernel is None:
-            return self._store_through_jit(case, block, before)
-        from layoutfuzz.gpu.device_arrays import device_input, device_output
-        from layoutfuzz.gpu.tensor_descriptors import HostTensorDescriptor
-
-        stream = cubin_launcher().stream
-        src, out = device_input(block, "src", stream), device_output(before, "tensor", stream)
-        self.execute(case, HostTensorDescriptor(out, tuple(p["global_shape"]), (before.shape[1], 1)), src, kernel=kernel)
-        maps = encoded_maps(kernel.tensor_maps)
-        return {"tensor_maps": maps, "store": out.read(stream).tobytes().hex()}
-
-    def _store_through_jit(self, case: Case, block: np.ndarray, before: np.ndarray) -> dict[str, Any]:
-        import torch
-        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-        from layoutfuzz.gpu.guards import guarded_output
-
-        p = case.params
-        spec = self.kernel_spec(case)
-        layout = probe_arguments(p)[0]
-        out = guarded_output(torch.from_numpy(before).cuda(), "tensor")
-        desc = TensorDescriptor(out.tensor, list(p["global_shape"]), list(out.tensor.stride()), list(p["block"]), layout)
-        kernel = self.launch(spec.kernel, desc, torch.from_numpy(block).cuda(), **spec.constexprs, num_warps=spec.num_warps,
-                             num_ctas=spec.num_ctas)
-        out.check()
-        maps = encoded_maps(kernel.metadata.tensordesc_meta)
-        return {"tensor_maps": maps, "store": out.tensor.cpu().numpy().tobytes().hex()}
+        maps, tensor = self.run_probe(case, tensor=tensor_before(case), block=stored_block(case), written="tensor")
+        return {"tensor_maps": maps, "store": tensor.tobytes().hex()}
 
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
         """The tensor map first, then the tensor element by element: block elements not written or wrong (by the CTA

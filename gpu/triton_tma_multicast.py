@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.gpu.triton_tma_cluster import TritonTmaCluster, cga_bases, cta_part, probe_arguments, probe_signature
+from layoutfuzz.gpu.triton_tma_cluster import TritonTmaCluster, cga_bases, cta_part
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Availability
 from layoutfuzz.oracles.tma import block_boxes
@@ -67,6 +67,7 @@ class TritonTmaMulticast(TritonTmaCluster):
     requires = ("triton 3.7.1 or later (Gluon's multicast TMA load)",)
     needs = ("triton",)
     prebuilt = False  # it runs nothing: the PTX is its answer
+    probe_name = "tma_multicast_probe"
     case_model = "triton.tma_cluster"  # the same cases as triton.tma_cluster, side by side
 
     def availability(self) -> Availability:
@@ -77,7 +78,6 @@ class TritonTmaMulticast(TritonTmaCluster):
         return {"deliveries": {str(cta): boxes for cta, boxes in deliveries_expected(case.params).items()}}
 
     def observed(self, case: Case) -> dict[str, Any]:
-        from layoutfuzz.gpu.gluon_probes import tma_multicast_probe
         from layoutfuzz.gpu.kernel_cache import scratch_triton_cache
         from layoutfuzz.gpu.ptx_eval import Kernel
         from layoutfuzz.gpu.triton_targets import compile_for_sm90, single_threaded_mlir
@@ -86,13 +86,12 @@ class TritonTmaMulticast(TritonTmaCluster):
 
         p = case.params
         single_threaded_mlir()
-        layout, constexprs = probe_arguments(p)
-        ctas = 1 << len(p["splits"])
-        signature = probe_signature(p, layout)
+        spec = self.kernel_spec(case)
+        ctas = spec.num_ctas
         diagnostics: list[str] = []
         try:
             with scratch_triton_cache(), stderr_text() as diagnostics:
-                compiled = compile_for_sm90(tma_multicast_probe, signature, constexprs, p["num_warps"], ctas)
+                compiled = compile_for_sm90(spec.kernel, spec.signature, spec.constexprs, spec.num_warps, ctas)
         except Exception as exc:
             return {"rejected": compile_error(exc, "".join(diagnostics))}
         loads = Kernel(compiled.asm["ptx"]).tensor_loads(32 * p["num_warps"], ctas)
