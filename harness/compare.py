@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,54 +28,96 @@ class Comparison:
     note: str = ""
 
 
-def _walk(expected: Any, observed: Any, path: str, out: list[str], count: list[int], kinds: set[str]) -> None:
-    if isinstance(expected, np.ndarray) or isinstance(observed, np.ndarray):
-        e, o = np.asarray(expected), np.asarray(observed)
+# Kinds of mismatch, the most fundamental first: a divergence's default signature is the first of them it shows (where it
+# showed, which key, dim or index, stays in the detail), so that one fault is one root cause whichever part it hit.
+KINDS = ("type", "missing key", "extra key", "length", "shape", "dtype", "array values", "scalar value")
+WHERE = 4  # paths named per kind in a comparison's note
+
+
+@dataclass
+class _Walk:
+    """What a structural comparison found: mismatch lines (the first FIRST), a count, and each kind's paths."""
+
+    dtypes: bool = False
+    out: list[str] = field(default_factory=list)
+    count: int = 0
+    found: dict[str, list[str]] = field(default_factory=dict)
+
+    def mismatch(self, kind: str, path: str, line: str | None, count: int = 1) -> None:
+        self.count += count
+        self.found.setdefault(kind, []).append(path)
+        if line is not None and len(self.out) < FIRST:
+            self.out.append(line)
+
+    def walk(self, expected: Any, observed: Any, path: str) -> None:
+        if isinstance(expected, np.ndarray) or isinstance(observed, np.ndarray):
+            self.arrays(np.asarray(expected), np.asarray(observed), path)
+        elif isinstance(expected, Mapping) or isinstance(observed, Mapping):
+            self.mappings(expected, observed, path)
+        elif _sequence(expected) or _sequence(observed):
+            self.sequences(expected, observed, path)
+        elif expected != observed and not (_is_nan(expected) and _is_nan(observed)):
+            self.mismatch("scalar value", path, f"{path}: expected {expected!r}, observed {observed!r}")
+
+    def arrays(self, e: np.ndarray, o: np.ndarray, path: str) -> None:
         if e.shape != o.shape:
-            count[0] += 1
-            kinds.add(f"{path}:shape")
-            out.append(f"{path}: shape {e.shape} != {o.shape}")
+            self.mismatch("shape", path, f"{path}: shape {e.shape} != {o.shape}")
             return
+        if self.dtypes and e.dtype != o.dtype:
+            self.mismatch("dtype", path, f"{path}: dtype {e.dtype} != {o.dtype}")
         differ = e.reshape(-1) != o.reshape(-1)
         if e.dtype.kind == "f" and o.dtype.kind == "f":  # NaN where NaN is expected is agreement
             differ &= ~(np.isnan(e.reshape(-1)) & np.isnan(o.reshape(-1)))
         bad = np.flatnonzero(differ)
         if bad.size:
-            count[0] += int(bad.size)
-            kinds.add(f"{path}:values")
-            for i in bad[: max(0, FIRST - len(out))]:
-                out.append(f"{path}[{int(i)}]: expected {e.reshape(-1)[i].item()!r}, observed {o.reshape(-1)[i].item()!r}")
-        return
-    if isinstance(expected, Mapping) and isinstance(observed, Mapping):
+            self.mismatch("array values", path, None, int(bad.size))
+            for i in bad[: max(0, FIRST - len(self.out))]:
+                self.out.append(f"{path}[{int(i)}]: expected {e.reshape(-1)[i].item()!r}, observed {o.reshape(-1)[i].item()!r}")
+
+    def mappings(self, expected: Any, observed: Any, path: str) -> None:
+        if not (isinstance(expected, Mapping) and isinstance(observed, Mapping)):
+            self.mismatch("type", path, f"{path}: expected a {type(expected).__name__}, observed a {type(observed).__name__}")
+            return
         for key in list(expected) + [k for k in observed if k not in expected]:
             sub = f"{path}.{key}" if path else str(key)
-            if key not in observed or key not in expected:
-                count[0] += 1
-                kinds.add(f"{sub}:missing")
-                if len(out) < FIRST:
-                    side = "observed" if key not in observed else "expected"
-                    out.append(f"{sub}: missing from {side}")
+            if key not in observed:
+                self.mismatch("missing key", sub, f"{sub}: missing from observed")
+            elif key not in expected:
+                self.mismatch("extra key", sub, f"{sub}: missing from expected")
             else:
-                _walk(expected[key], observed[key], sub, out, count, kinds)
-        return
-    if (
-        isinstance(expected, Sequence) and isinstance(observed, Sequence)
-        and not isinstance(expected, str) and not isinstance(observed, str)
-    ):
-        if len(expected) != len(observed):
-            count[0] += 1
-            kinds.add(f"{path}:length")
-            if len(out) < FIRST:
-                out.append(f"{path}: length {len(expected)} != {len(observed)}")
-            return
-        for i, (e, o) in enumerate(zip(expected, observed)):
-            _walk(e, o, f"{path}[{i}]", out, count, kinds)
-        return
-    if expected != observed and not (_is_nan(expected) and _is_nan(observed)):
-        count[0] += 1
-        kinds.add(f"{path}:value")
-        if len(out) < FIRST:
-            out.append(f"{path}: expected {expected!r}, observed {observed!r}")
+                self.walk(expected[key], observed[key], sub)
+
+    def sequences(self, expected: Any, observed: Any, path: str) -> None:
+        if not (_sequence(expected) and _sequence(observed)):
+            self.mismatch("type", path, f"{path}: expected a {type(expected).__name__}, observed a {type(observed).__name__}")
+        elif len(expected) != len(observed):
+            self.mismatch("length", path, f"{path}: length {len(expected)} != {len(observed)}")
+        else:
+            for i, (e, o) in enumerate(zip(expected, observed)):
+                self.walk(e, o, f"{path}[{i}]")
+
+    def signature(self, by_field: bool) -> str:
+        """The first of KINDS found; ``by_field``: each top-level field with its first kind (``placement: length``)."""
+        if not by_field:
+            return next((kind for kind in KINDS if kind in self.found), "")
+        fields: dict[str, str] = {}
+        for kind in reversed(KINDS):  # the most fundamental kind of a field wins
+            for path in self.found.get(kind, ()):
+                fields[re.split(r"[.\[]", path, maxsplit=1)[0]] = kind
+        return "; ".join(f"{name}: {kind}" if name else kind for name, kind in sorted(fields.items()))
+
+    def note(self) -> str:
+        """Where each kind showed: the keys and indices a signature leaves out."""
+        parts = []
+        for kind in (k for k in KINDS if k in self.found):
+            paths = list(dict.fromkeys(p or "the whole value" for p in self.found[kind]))
+            more = f" and {len(paths) - WHERE} more" if len(paths) > WHERE else ""
+            parts.append(f"{kind} at {', '.join(paths[:WHERE])}{more}")
+        return "; ".join(parts)
+
+
+def _sequence(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str)
 
 
 def _is_nan(value: Any) -> bool:
@@ -90,15 +133,18 @@ def _plainly_equal(expected: Any, observed: Any) -> bool:
         return False
 
 
-def compare_values(expected: Any, observed: Any) -> Comparison:
-    """Exact, structural comparison of dicts, lists, scalars and NumPy arrays."""
-    if _plainly_equal(expected, observed):
+def compare_values(expected: Any, observed: Any, *, dtypes: bool = False, by_field: bool = False) -> Comparison:
+    """Exact, structural comparison of dicts, lists, scalars and NumPy arrays (``dtypes``: arrays' dtypes too).
+
+    The signature is the kind of mismatch (one of KINDS), never where it showed; the note says where. A target whose
+    top-level fields are distinct outputs (``placement``, ``data``) passes ``by_field`` to keep them apart."""
+    if not dtypes and _plainly_equal(expected, observed):
         return Comparison(ok=True)
-    out: list[str] = []
-    count = [0]
-    kinds: set[str] = set()
-    _walk(expected, observed, "", out, count, kinds)
-    return Comparison(ok=count[0] == 0, mismatch_count=count[0], mismatches=tuple(out), signature=",".join(sorted(kinds)))
+    walk = _Walk(dtypes)
+    walk.walk(expected, observed, "")
+    if walk.count == 0:
+        return Comparison(ok=True)
+    return Comparison(False, walk.count, tuple(walk.out), walk.signature(by_field), walk.note())
 
 
 def clipped(text: str, limit: int) -> str:

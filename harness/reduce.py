@@ -3,10 +3,11 @@ params while it still fails the same way (same outcome and root-cause signature)
 isolated worker.
 
 Candidates come first from the target's own shrinks (``Target.shrink``: drop a basis vector, halve a
-dimension, fewer warps, a narrower element), then from generic edits of the params' JSON (drop a list
-element, move an integer towards 0). Every candidate must pass the target's ``validate``, which states
-the generators' rules, and be smaller (shorter canonical JSON, then smaller integers): a reduced case
-is a valid input, and the search ends. The first candidate that still fails is kept and the search
+dimension, fewer warps, a narrower element), then from generic edits of the params' JSON, whatever the
+target and at any depth (half of a list, one list element dropped, an integer moved towards 0 by ever
+smaller steps). Every candidate must pass the target's ``validate``, which states the generators' rules,
+and be smaller (shorter canonical JSON, then smaller integers): a reduced case is a valid input, and the
+search ends. The first candidate that still fails is kept and the search
 restarts from it, so the result is a fixpoint: no single shrink of it fails the same way.
 """
 
@@ -29,13 +30,31 @@ def candidates(params: Any) -> Iterator[Any]:
     """Every single-edit shrink of ``params``, depth first, in a fixed order."""
     for path, value in _leaves_and_lists(params, ()):
         if isinstance(value, list):
-            for i in range(len(value)):
-                if len(value) > 1:
-                    yield _replaced(params, path, value[:i] + value[i + 1:])
+            for shorter in _shorter_lists(value):
+                yield _replaced(params, path, shorter)
         elif isinstance(value, int) and not isinstance(value, bool):
-            for smaller in dict.fromkeys((0, 1 if value > 0 else -1, value // 2 if value > 0 else -(-value // 2))):
-                if abs(smaller) < abs(value):
-                    yield _replaced(params, path, smaller)
+            for smaller in smaller_integers(value):
+                yield _replaced(params, path, smaller)
+
+
+def _shorter_lists(value: list) -> Iterator[list]:
+    """``value`` halved (its first half, then its second, from four items up), then without each one item in turn."""
+    if len(value) >= 4:
+        yield value[:len(value) // 2]
+        yield value[len(value) // 2:]
+    if len(value) > 1:
+        for i in range(len(value)):
+            yield value[:i] + value[i + 1:]
+
+
+def smaller_integers(value: int) -> Iterator[int]:
+    """Integers nearer 0 than ``value``: 0, 1, half of it, then ever closer to it (3/4, 7/8, ..., one less), so that a
+    fault that needs a large value still comes down to the smallest one that shows it (a binary search over restarts)."""
+    sign, size = (1, value) if value >= 0 else (-1, -value)
+    steps = [0, 1, size // 2, *(size - size // (1 << k) for k in range(2, size.bit_length() + 1)), size - 1]
+    for step in dict.fromkeys(steps):
+        if 0 <= step < size:
+            yield sign * step
 
 
 def _leaves_and_lists(value: Any, path: tuple) -> Iterator[tuple[tuple, Any]]:

@@ -318,8 +318,8 @@ class TritonLinearLayout(Target):
 
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
         op = case.params["op"]
-        if op not in ("pseudoinvert", "invert_and_compose"):
-            return compare_values(expected, observed)
+        if op not in ("pseudoinvert", "invert_and_compose"):  # a layout's bases and out dims, a predicate, ...: by field
+            return compare_values(expected, observed, by_field=True)
         # A right inverse is unique only when the layout is injective: another valid choice of
         # slack variables is no divergence, so compare the defining property (L ∘ R = id, or
         # outer ∘ C = L) and the dims, and note whether the choice matches the oracle's.
@@ -330,7 +330,7 @@ class TritonLinearLayout(Target):
             return Comparison(False, 1, (f"observed is not a layout: {exc}",), "malformed")
         want = LinearLayout.from_dict(expected)
         dims = compare_values(
-            {"in": want.in_sizes, "out": want.out_dims}, {"in": got.in_sizes, "out": got.out_dims}
+            {"in": want.in_sizes, "out": want.out_dims}, {"in": got.in_sizes, "out": got.out_dims}, by_field=True
         )
         if not dims.ok:
             return dims
