@@ -101,3 +101,14 @@ def test_generic_integer_shrinks_come_ever_closer_to_the_value():
     assert list(smaller_integers(-5)) == [0, -1, -2, -4] and list(smaller_integers(0)) == []
     halves = [c["v"] for c in candidates({"v": [1, 2, 3, 4]})][:2]
     assert halves == [[1, 2], [3, 4]]  # a long list loses half of itself first
+
+
+def test_the_shared_memory_probe_keeps_corrupted_data_and_misplaced_data_apart():
+    from layoutfuzz.generators.case import Case
+    from layoutfuzz.gpu.triton_targets import TritonSharedMemory
+
+    target, case = TritonSharedMemory(), Case("triton.shared_memory", 0, 0, {})
+    expected = {"data_mismatches": 0, "placement": [0, 1, 2, 3]}
+    corrupted = target.compare(case, expected, {"data_mismatches": 3, "placement": [0, 1, 2, 3]})
+    misplaced = target.compare(case, expected, {"data_mismatches": 0, "placement": [0, 2, 1, 3]})
+    assert (corrupted.signature, misplaced.signature) == ("data_mismatches: scalar value", "placement: scalar value")
