@@ -4,12 +4,14 @@ each bucket's representative afterwards (reduce, then bucket)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
+import sqlite3
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -103,13 +105,28 @@ def system_version(target: Target) -> str:
 
 def command_line_targets(args: argparse.Namespace) -> list[str]:
     """The target names and specs the user typed (``--targets A,B``, ``--target MODULE:ATTR``): their own choice."""
-    named = [t.strip() for t in (getattr(args, "targets", None) or "").split(",") if t.strip()]
+    typed = getattr(args, "targets", None)
+    named = [t.strip() for t in (typed or "").split(",") if t.strip()]
+    if typed is not None and not named:
+        raise UsageError(f"--targets {typed!r} names no target: give comma-separated names (see `layoutfuzz targets`)")
     named += list(getattr(args, "target", None) or [])
     tool = getattr(args, "sanitize", None)
     if tool:  # every target's system under test under compute-sanitizer (gpu/sanitizer.py)
         named = [n if registry.sanitized_parts(n) or n.endswith(f"+{tool}") else
                  registry.sanitized_spec(n, tool) if ":" in n else f"{n}+{tool}" for n in (named or DEFAULT_TARGETS.split(","))]
     return named
+
+
+SETTINGS_OF_A_CAMPAIGN = {"targets": "--targets", "seed": "--seed", "shard": "--shard", "cases": "--cases",
+                          "sanitize": "--sanitize", "memory_limit": "--memory-limit", "force": "--force"}
+
+
+def settings_beside_resume(args: argparse.Namespace) -> list[str]:
+    """The options given with ``--resume`` that would change the campaign it continues (a resumed campaign runs
+    with its stored settings; ``--target MODULE:ATTR``, ``--budget``, ``--jobs`` and ``--timeout`` may be given)."""
+    if not getattr(args, "resume", False):
+        return []
+    return [flag for key, flag in SETTINGS_OF_A_CAMPAIGN.items() if getattr(args, key, None) not in (None, False)]
 
 
 def resume_command(args: argparse.Namespace) -> str:
@@ -133,26 +150,47 @@ def open_store(directory: str | Path) -> Store:
 
 
 def prepare_store(args: argparse.Namespace) -> tuple[Store, dict[str, Any]]:
-    """The store of ``args.out``: resumed, replaced (``--force``) or new, with the campaign's settings."""
+    """The store of ``args.out``: resumed, replaced (``--force``) or new, with the campaign's settings.
+
+    Settings are checked before anything is written: a refused command leaves no folder or store behind."""
     out = Path(args.out)
+    specs = None if args.resume else target_specs(command_line_targets(args))
+    made = not out.exists()
     lock = DirectoryLock(out)  # first: nothing is read or deleted while another run writes here
     try:
         lock.acquire()
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     try:
-        store, meta = _open_campaign(args, out, (out / DB_NAME).exists())
+        store, meta = _open_campaign(args, out, holds_campaign(out), specs)
     except BaseException:
         lock.release()
+        if made:  # nothing of this command's is left to block the corrected one
+            lock.path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                out.rmdir()
         raise
     store.lock = lock
     return store, meta
 
 
-def _open_campaign(args: argparse.Namespace, out: Path, existing: bool) -> tuple[Store, dict[str, Any]]:
+def holds_campaign(out: Path) -> bool:
+    """Whether ``out`` holds a campaign: a store with settings or outcomes (a store left empty by a run that stopped
+    before it began is not one, and is replaced without --force). A store that cannot be read counts as one."""
+    path = out / DB_NAME
+    if not path.exists():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            return any(db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() for table in ("campaign", "outcomes"))
+    except sqlite3.Error:
+        return True
+
+
+def _open_campaign(args: argparse.Namespace, out: Path, existing: bool, specs: list[str] | None) -> tuple[Store, dict[str, Any]]:
     if args.resume:
         if not existing:
-            raise UsageError(f"nothing to resume in {out}: no {DB_NAME} there")
+            raise UsageError(f"nothing to resume in {out}: it holds no campaign")
         store = open_store(out)
         try:
             meta = store.meta()
@@ -174,9 +212,9 @@ def _open_campaign(args: argparse.Namespace, out: Path, existing: bool) -> tuple
             shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
     store = Store(out)
     meta = {
-        "targets": target_specs(command_line_targets(args)),
-        "seed": args.seed,
-        "shard": str(args.shard),
+        "targets": specs,
+        "seed": args.seed if args.seed is not None else 0,
+        "shard": str(args.shard if args.shard is not None else Shard()),
         "cases": args.cases,
         "timeout_s": args.timeout if args.timeout is not None else SANITIZED_TIMEOUT_S if getattr(args, "sanitize", None) else DEFAULT_TIMEOUT_S,
         "memory_limit": getattr(args, "memory_limit", None),
@@ -246,6 +284,14 @@ class Recorder:
             self.progress.set_postfix_str(
                 " ".join(f"{k}={v}" for k, v in sorted(self.counts.items()) if k != "pass"), refresh=False
             )
+
+
+def unrecorded(target: str, seed: int, indices: Iterable[int], done: set[tuple[str, int, int]]) -> Iterator[int]:
+    """The case indices of ``target`` that the store has not recorded yet, in order (what ``--resume`` still runs).
+
+    A function of its own: each target's filter is bound to that target's name when it is made, never to a loop
+    variable read later."""
+    return (index for index in indices if (target, seed, index) not in done)
 
 
 def nondeterministic_index(target: Target, seed: int, indices, sample: int = 3) -> int | None:
@@ -325,7 +371,7 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
                         file=sys.stderr, dynamic_ncols=interactive, mininterval=0.1 if interactive else 30)
         recorder.progress = progress
         batch = getattr(args, "batch", None)
-        shares = [share(spec, target, seed, (i for i in shard.indices(cases) if (target.name, seed, i) not in done), batch)
+        shares = [share(spec, target, seed, unrecorded(target.name, seed, shard.indices(cases), done), batch)
                   for spec, target in runnable]
         deadline = time.monotonic() + budget if budget else None
         started = time.monotonic()
