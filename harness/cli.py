@@ -439,25 +439,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import errno
     import sqlite3
 
     from layoutfuzz.harness.trust import UntrustedTarget
     from layoutfuzz.reports.schema import SchemaError
-    from layoutfuzz.reports.store import StoreError
+    from layoutfuzz.reports.store import StoreError, ignore_file_size_signal, out_of_room
     from layoutfuzz.reports.triage import TriageError
 
     args = build_parser().parse_args(argv)
+    ignore_file_size_signal()
     try:
         return args.func(args)
     except (UsageError, UntrustedTarget, SchemaError, StoreError, TriageError) as exc:  # bad input, or data that is not what it claims
         print(f"layoutfuzz: error: {exc}", file=sys.stderr)
         return 2
-    except (OSError, sqlite3.OperationalError) as exc:  # out of disk: everything recorded so far is kept
-        full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in str(exc)
-        if not full:
+    except (OSError, sqlite3.OperationalError) as exc:  # out of disk or past the file size limit: what was recorded is kept
+        room = out_of_room(exc)
+        if room is None:
             raise
-        print(f"layoutfuzz: error: no space left on the disk ({exc}); what was recorded is kept: free space, then run "
+        print(f"layoutfuzz: error: {room[0]} ({exc}); what was recorded is kept: {room[1]}, then run "
               f"the same command again" + (f" (for a campaign: {resume_command(args)})" if getattr(args, "out", None) else ""), file=sys.stderr)
         return 2
 

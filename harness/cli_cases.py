@@ -146,11 +146,24 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         print(f"expected: {json.dumps(result.expected)[:4000]}")
         print(f"observed: {json.dumps(result.observed)[:4000]}")
     if named.report is not None:
-        same = named.report.get("outcome") == result.outcome.value
-        print(f"reported outcome: {named.report.get('outcome')} -> {'reproduced' if same else 'NOT reproduced'}")
+        same, why = reproduced(named.report, result)
+        print(f"reported outcome: {named.report.get('outcome')} -> {'reproduced' if same else f'NOT reproduced ({why})'}")
     if args.json:
         write_atomically(Path(args.json), json.dumps(verdict(result), indent=1) + "\n")
     return 0 if result.outcome is Outcome.PASS else 1
+
+
+def reproduced(report: dict[str, Any], result: Result) -> tuple[bool, str]:
+    """Whether a replay reproduced a report: the same outcome and the same root cause (its signature: another crash of
+    the same signal is another problem), with what differs where it did not."""
+    from layoutfuzz.harness.signatures import root_cause
+
+    if report.get("outcome") != result.outcome.value:
+        return False, f"this run: {result.outcome.value}"
+    if result.outcome is Outcome.PASS or "root_cause" not in report:  # a report without one: its outcome is all it says
+        return True, ""
+    cause = root_cause(result)
+    return cause == report["root_cause"], f"root cause {report['root_cause'][:160]!r}, this run's {cause[:160]!r}"
 
 
 def verdict(result: Result) -> dict[str, Any]:

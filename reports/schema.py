@@ -15,6 +15,8 @@ REPORT_VERSION = 1  # the report schema this layoutfuzz writes and reads ("schem
 MAX_FILE_BYTES = 64 << 20  # a report keeps bounded values (16 KiB each); a case file is its params
 MAX_INT = (1 << 63) - 1  # a seed or an index: what SQLite stores as an INTEGER
 TEXT = 1 << 16  # characters of a free-text field (crash output is clipped to 16 KiB when stored)
+MAX_SHAPE_ELEMENTS = 1 << 24  # elements a case's shape (any params key naming a shape) may span: the generators draw at
+# most 2^19, and a larger one would make the oracle or the system under test allocate without bound
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[^\x00-\x1f]+$"}
 _TEXT = {"type": "string", "maxLength": TEXT}
@@ -101,10 +103,48 @@ def check(data: Any, kind: str, where: str) -> Any:
 
     error = best_match(_validator(kind).iter_errors(data))
     if error is None:
+        for params, at in _case_params(data, kind):
+            bounded_shapes(params, f"{where} is not a valid layoutfuzz {kind}", at)
         return data
     at = "/".join(str(p) for p in error.absolute_path) or "the top level"
     message = error.message if len(error.message) <= 200 else f"{error.message[:80]}...{error.message[-80:]}"
     raise SchemaError(f"{where} is not a valid layoutfuzz {kind}: {message} (at {at})")
+
+
+def _case_params(data: dict[str, Any], kind: str) -> list[tuple[Any, str]]:
+    """The params of the case(s) a checked case or report holds, with where they are."""
+    if kind == "case":
+        return [(data["params"], "params")]
+    if kind == "report":
+        return [(data[key]["params"], f"{key}/params") for key in ("case", "reduced_case") if key in data]
+    return []
+
+
+def bounded_shapes(params: Any, what: str, at: str = "params") -> None:
+    """SchemaError where a list under a key that names a shape (``shape``, ``global_shape``, ...) spans more than
+    MAX_SHAPE_ELEMENTS elements (its integers multiplied, nested ones too): checked before any target sees it."""
+    stack = [(params, at)]
+    while stack:
+        value, path = stack.pop()
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            if isinstance(key, str) and "shape" in key.lower() and isinstance(item, list) and _elements(item) > MAX_SHAPE_ELEMENTS:
+                raise SchemaError(f"{what}: its {key[:40]} spans more than {MAX_SHAPE_ELEMENTS:,} elements, more than "
+                                  f"any layoutfuzz case (at {path}/{key[:40]})")
+            stack.append((item, f"{path}/{str(key)[:40]}"))
+
+
+def _elements(shape: list[Any]) -> int:
+    """The product of the integers in ``shape`` and its nested lists (a 0 or a negative counts as its size at least 1),
+    stopping past MAX_SHAPE_ELEMENTS."""
+    count, stack = 1, [shape]
+    while stack and count <= MAX_SHAPE_ELEMENTS:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            count *= max(abs(value), 1)
+    return count
 
 
 def strict_constant(constant: str) -> Any:

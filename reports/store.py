@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from layoutfuzz.generators.case import Case, parse_case_id
 from layoutfuzz.harness.runner import Result
-from layoutfuzz.harness.target import Outcome
+from layoutfuzz.harness.target import OUTCOMES, Outcome
 from layoutfuzz.reports import schema
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made: a campaign's workers file kernels and passes through this
@@ -50,6 +50,9 @@ CREATE INDEX IF NOT EXISTS outcomes_problems ON outcomes (outcome) WHERE outcome
 CREATE INDEX IF NOT EXISTS outcomes_metrics ON outcomes (target) WHERE metrics IS NOT NULL;
 """
 
+COLUMNS = ("target", "seed", "idx", "family", "outcome", "detail", "signature", "bucket", "mismatch_count", "duration_s",
+           "case_json", "report")  # what every reader needs of an existing store's outcomes (metrics is added if absent)
+TEXT_COLUMNS = ("target", "family", "outcome", "signature", "bucket")  # a NULL or a number here would drop or split a row
 DB_NAME = "layoutfuzz.sqlite"
 BUSY_TIMEOUT_S = 60.0  # how long a writer waits for another's transaction
 LOCK_NAME = ".layoutfuzz.lock"
@@ -57,6 +60,33 @@ LOCK_NAME = ".layoutfuzz.lock"
 
 class StoreError(Exception):
     """The output directory does not hold a usable store."""
+
+
+def ignore_file_size_signal() -> None:
+    """A write past the file size limit (``ulimit -f``) fails with EFBIG, as Python sets it up, rather than killing the
+    process with SIGXFSZ (kept so where a host restored the default): a campaign stops then as on a full disk."""
+    import signal
+    import threading
+
+    if hasattr(signal, "SIGXFSZ") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def out_of_room(exc: BaseException) -> tuple[str, str] | None:
+    """Why a write failed for want of room, and what to do, where it did: a full disk or quota, or the file size limit
+    (EFBIG; SQLite calls it a disk I/O error); None for any other failure."""
+    import errno
+    import resource
+
+    code = getattr(exc, "errno", None)
+    if code in (errno.ENOSPC, errno.EDQUOT) or getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc):
+        return "no space left on the disk", "free space"
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    io_error = getattr(exc, "sqlite_errorname", "").startswith("SQLITE_IOERR")
+    if code == errno.EFBIG or (io_error and limit != resource.RLIM_INFINITY):
+        where = f" of {limit:,} bytes" if limit != resource.RLIM_INFINITY else ""
+        return f"a file reached the file size limit{where}", "raise the limit (ulimit -f)"
+    return None
 
 
 def write_atomically(path: Path, text: str | bytes, durable: bool = True) -> None:
@@ -191,6 +221,10 @@ class Store:
             write_ahead(self.db)
             self.db.executescript(SCHEMA)
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(outcomes)")}
+            missing = [c for c in COLUMNS if c not in columns]
+            if missing:
+                self.db.close()
+                raise StoreError(f"{self.path} is not a layoutfuzz campaign: its outcomes have no {', '.join(missing)} column")
             if "metrics" not in columns:  # stores written before metrics existed
                 self.db.execute("ALTER TABLE outcomes ADD COLUMN metrics TEXT")
             self.db.executescript(INDEXES)
@@ -227,8 +261,17 @@ class Store:
     # ---- outcomes ------------------------------------------------------------------------
 
     def recorded(self) -> set[tuple[str, int, int]]:
-        """(target, seed, index) of every recorded case."""
-        return set(self.db.execute("SELECT target, seed, idx FROM outcomes"))
+        """(target, seed, index) of every recorded case; a row whose seed or index is not an integer is refused (a text
+        index would never match the case it names, which would run again)."""
+        try:
+            rows = set(self.db.execute("SELECT target, seed, idx FROM outcomes"))
+        except sqlite3.DatabaseError as exc:
+            raise self._unreadable(exc) from None
+        bad = next((row for row in rows if not (isinstance(row[0], str) and type(row[1]) is int and type(row[2]) is int)), None)
+        if bad is not None:
+            raise StoreError(f"{self.path} is not a valid layoutfuzz campaign: a row's target, seed and index are "
+                             f"{str(bad)[:200]}, not a name and two integers")
+        return rows
 
     def record(self, result: Result, bucket: str, report: Mapping[str, Any] | None, signature: str | None = None) -> Path | None:
         """Stores one outcome under its bucket and root-cause ``signature`` (default: the
@@ -257,27 +300,89 @@ class Store:
             where = f" WHERE outcome IN ({','.join('?' * len(outcomes))})"
             if "pass" not in outcomes:  # the condition of the partial index outcomes_problems, word for word
                 where += " AND outcome != 'pass'"
-        import pandas as pd
-
-        return pd.read_sql_query(
+        frame = self._read(
             "SELECT target, seed, idx, family, outcome, detail, signature, bucket, mismatch_count, duration_s, report, metrics"
-            f" FROM outcomes{where} ORDER BY target, seed, idx",
-            self.db, params=tuple(outcomes or ()),
-        )
+            f" FROM outcomes{where} ORDER BY target, seed, idx", tuple(outcomes or ()))
+        return self._checked_rows(frame)
 
     def counts(self) -> pd.DataFrame:
         """Cases and worker time per (target, family, outcome), counted in SQLite: what ``pass_rate_table`` needs
         (with ``metric_rows``), whatever the campaign's size."""
-        import pandas as pd
-
-        return pd.read_sql_query("SELECT target, family, outcome, count(*) AS cases, sum(duration_s) AS duration_s"
-                                 " FROM outcomes GROUP BY target, family, outcome", self.db)
+        counts = self._read("SELECT target, family, outcome, seed, count(*) AS cases, sum(duration_s) AS duration_s,"
+                            " sum(typeof(idx) != 'integer') AS bad_idx,"
+                            " sum(typeof(duration_s) NOT IN ('integer', 'real')) AS bad_duration"
+                            " FROM outcomes GROUP BY target, family, outcome, seed")
+        self._check_keys(counts)
+        for column, what in (("bad_idx", "an index that is not an integer"), ("bad_duration", "a duration that is not a number")):
+            if counts[column].sum():
+                raise self._invalid(f"{int(counts[column].sum())} row(s) have {what}")
+        return counts[["target", "family", "outcome", "cases", "duration_s"]]
 
     def metric_rows(self) -> pd.DataFrame:
         """Target, family and metrics of the rows that have per-case metrics."""
+        rows = self._read("SELECT target, family, metrics FROM outcomes WHERE metrics IS NOT NULL")
+        self._check_text(rows, ("target", "family"))
+        self._check_metrics(rows)
+        return rows
+
+    # ---- reading checks: a store is data, refused in one line rather than read wrong -------
+
+    def _invalid(self, why: str) -> StoreError:
+        return StoreError(f"{self.path} is not a valid layoutfuzz campaign: {why}")
+
+    def _unreadable(self, exc: BaseException) -> StoreError:
+        return StoreError(f"{self.path} cannot be read as a layoutfuzz campaign: {str(exc.__cause__ or exc)[:300]}")
+
+    def _read(self, sql: str, params: tuple = ()) -> pd.DataFrame:
+        """A query's rows as a DataFrame; a damaged database (malformed, a column gone) is a StoreError."""
         import pandas as pd
 
-        return pd.read_sql_query("SELECT target, family, metrics FROM outcomes WHERE metrics IS NOT NULL", self.db)
+        try:
+            return pd.read_sql_query(sql, self.db, params=params)
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+            raise self._unreadable(exc) from None
+
+    def _checked_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` (rows of ``outcomes``) if every row is one layoutfuzz writes: text keys, a known outcome, the
+        campaign's seed, integer indices and counts, numeric durations, metrics as JSON objects of numbers."""
+        self._check_keys(frame)
+        for column in ("idx", "mismatch_count"):
+            if len(frame) and frame[column].dtype.kind not in "iu":
+                raise self._invalid(f"a row's {column} is not an integer")
+        if len(frame) and (frame["duration_s"].dtype.kind not in "iuf" or frame["duration_s"].isna().any()):
+            raise self._invalid("a row's duration_s is not a number")
+        self._check_metrics(frame)
+        return frame
+
+    def _check_keys(self, frame: pd.DataFrame) -> None:
+        """Text in the key columns, outcomes layoutfuzz knows, and only the campaign's seed (rows of another
+        seed are another campaign's: counting them would be silently wrong)."""
+        self._check_text(frame, [c for c in TEXT_COLUMNS if c in frame])
+        unknown = sorted(set(frame["outcome"]) - set(OUTCOMES))
+        if unknown:
+            raise self._invalid(f"unknown outcome(s) {', '.join(repr(o)[:40] for o in unknown[:5])} (known: {', '.join(OUTCOMES)})")
+        seed = self.meta().get("seed")
+        foreign = frame.loc[frame["seed"] != seed, "seed"] if seed is not None and len(frame) else ()
+        if len(foreign):
+            seeds = ", ".join(repr(s)[:40] for s in sorted(set(foreign), key=str)[:5])
+            raise self._invalid(f"it holds rows of seed(s) {seeds}, not only of its campaign's seed {seed}")
+
+    def _check_text(self, frame: pd.DataFrame, columns: Sequence[str]) -> None:
+        from pandas.api.types import infer_dtype
+
+        for column in columns:
+            if len(frame) and (frame[column].isna().any() or infer_dtype(frame[column], skipna=False) != "string"):
+                raise self._invalid(f"a row's {column} is not text (NULL or a number)")
+
+    def _check_metrics(self, frame: pd.DataFrame) -> None:
+        """Each stored metrics value is a JSON object of numbers (what ``outcome_row`` writes)."""
+        for text in frame["metrics"].dropna():
+            try:
+                metrics = json.loads(text) if isinstance(text, str) else None
+            except (ValueError, RecursionError):
+                metrics = None
+            if not isinstance(metrics, dict) or not all(isinstance(v, (int, float)) or v is None for v in metrics.values()):
+                raise self._invalid(f"a row's metrics {str(text)[:80]!r} are not a JSON object of numbers")
 
     def find(self, case_id: str) -> tuple[Case | None, str | None] | None:
         """The case stored under ``TARGET/SEED/INDEX`` (None where only its outcome is kept: a plain pass, whose
@@ -285,7 +390,10 @@ class Store:
         key = parse_case_id(case_id)
         if key is None:
             return None
-        row = self.db.execute("SELECT case_json, report FROM outcomes WHERE target=? AND seed=? AND idx=?", key).fetchone()
+        try:
+            row = self.db.execute("SELECT case_json, report FROM outcomes WHERE target=? AND seed=? AND idx=?", key).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._unreadable(exc) from None
         if row is None:
             return None
         try:
