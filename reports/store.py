@@ -358,7 +358,7 @@ class Store:
         """Text in the key columns, outcomes layoutfuzz knows, and only the campaign's seed (rows of another
         seed are another campaign's: counting them would be silently wrong)."""
         self._check_text(frame, [c for c in TEXT_COLUMNS if c in frame])
-        unknown = sorted(set(frame["outcome"]) - set(OUTCOMES))
+        unknown = sorted(set(frame["outcome"].unique()) - set(OUTCOMES))
         if unknown:
             raise self._invalid(f"unknown outcome(s) {', '.join(repr(o)[:40] for o in unknown[:5])} (known: {', '.join(OUTCOMES)})")
         seed = self.meta().get("seed")
