@@ -1,10 +1,11 @@
 """Imported by the fork server alone, when it starts (see ``harness.forkserver``): the modules the
 targets named, their targets loaded and warmed up (``Target.warm_up``), and Ctrl-C ignored, so that a worker
 forked before it takes its own signal settings never prints a traceback of an interrupt that is the parent's to
-handle."""
+handle; the server's own group and orphans (``forkserver.serve_here``) and its end (``forkserver.end_server``)."""
 
 from __future__ import annotations
 
+import atexit
 import gc
 import importlib
 import os
@@ -13,7 +14,7 @@ import sys
 from importlib.machinery import ModuleSpec
 from multiprocessing import spawn
 
-from layoutfuzz.harness.forkserver import MAIN_ENV, PRELOAD_ENV, WARM_ENV
+from layoutfuzz.harness.forkserver import MAIN_ENV, PRELOAD_ENV, WARM_ENV, end_server, serve_here
 
 
 def _in_fork_server() -> bool:
@@ -23,6 +24,7 @@ def _in_fork_server() -> bool:
 if _in_fork_server():
     # the server's handlers, saved after this import, are what each forked worker starts with
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    serve_here()
     how, _, main = os.environ.get(MAIN_ENV, "").partition(":")
     try:  # as each child would (multiprocessing.spawn.prepare), so that the children find it done
         if how == "cli-name":  # marked as run, not run: the command line defines nothing a worker needs
@@ -50,3 +52,4 @@ if _in_fork_server():
     # what the server made (modules, warmed targets) lives as long as each worker: out of the collector's reach, a
     # worker's collections do not walk it again and again (nor write to its pages, which stay shared with the server)
     gc.freeze()
+    atexit.register(end_server)  # after the imports' own handlers: it runs first, and they never do

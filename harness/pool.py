@@ -38,7 +38,11 @@ class Died:
 
 
 def _serve(conn: Connection, initializer: Callable[..., None], initargs: Sequence[Any]) -> None:
-    """A worker's life: the initializer, then tasks (function, args) until ``None``."""
+    """A worker's life: the initializer, then tasks (function, args) until ``None``. It dies with the fork server, and
+    a process the task forked that returns from it ends there: only the worker answers."""
+    if not forkserver.detach_worker():
+        os._exit(1)
+    worker = os.getpid()
     initializer(*initargs)
     while True:
         try:
@@ -50,9 +54,12 @@ def _serve(conn: Connection, initializer: Callable[..., None], initargs: Sequenc
         function, args = task
         try:
             function(*args)
-            conn.send("")
+            answer = ""
         except Exception:
-            conn.send(traceback.format_exc(limit=8))
+            answer = traceback.format_exc(limit=8)
+        if os.getpid() != worker:
+            os._exit(0)
+        conn.send(answer)
 
 
 class _Worker:
@@ -74,6 +81,9 @@ class WorkerPool:
         self._initializer, self._initargs = initializer, tuple(initargs)
         self._workers = [self._start() for _ in range(size)]
         self._spare: _Worker | None = None  # started while the parent would wait anyway; takes a dead worker's slot
+        self._open = True
+        global _open_pools
+        _open_pools += 1
 
     def _start(self) -> _Worker:
         return _Worker(self._ctx, self._initializer, self._initargs)
@@ -137,7 +147,20 @@ class WorkerPool:
             _kill_group(pid)
 
     def close(self, wait_s: float = 5.0) -> None:
-        """Asks idle workers to end, ends the rest, and kills every worker's process group."""
+        """Asks idle workers to end, ends the rest, and kills every worker's process group; the last pool open stops the
+        fork server, which ends what the workers left (a child in a session of its own)."""
+        if not self._open:
+            return
+        self._open = False
+        try:
+            self._close_workers(wait_s)
+        finally:
+            global _open_pools
+            _open_pools -= 1
+            if not _open_pools:
+                forkserver.stop()
+
+    def _close_workers(self, wait_s: float) -> None:
         if self._spare is not None:
             self._workers.append(self._spare)
             self._spare = None
@@ -153,6 +176,9 @@ class WorkerPool:
                 _kill_group(worker.process.pid)
             worker.process.join()
             worker.conn.close()
+
+
+_open_pools = 0  # pools of this process not yet closed: they share its fork server
 
 
 def _kill_group(pid: int) -> None:

@@ -268,7 +268,15 @@ def run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep
     return profiled(_run_batch, spec, seed, payload, progress_path, keep_values, store)
 
 
+def _leave_if_forked(worker: int) -> None:
+    """Ends a process the system under test forked that returned from the case (its child): only the worker writes
+    the case's result and answers the parent."""
+    if os.getpid() != worker:
+        _REAL_EXIT(0)
+
+
 def _run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, keep_values: bool, store: str | None) -> int:
+    worker = os.getpid()
     progress = ProgressFile(progress_path)
     progress.running(range(len(payload)))  # until each case is under way: loading and generating
     os._exit = _exit_during_case  # a status 0 mid-case would read as a normal end: say what happened
@@ -292,6 +300,7 @@ def _run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, kee
             progress.running([k for k, _, _ in live])
             _clear_worker_log()
             answers = evaluate_many(target, [case for _, case, _ in live])
+            _leave_if_forked(worker)
             plain = [i for i, answer in enumerate(answers) if answer["outcome"] == Outcome.PASS.value]
             if store is not None and not keep_values and plain:
                 store_passes(store, [(live[i][1], live[i][2], answers[i]) for i in plain])
@@ -304,7 +313,9 @@ def _run_batch(spec: str, seed: int, payload: list[Any], progress_path: str, kee
             for k, case, family in live:
                 progress.running([k])
                 _clear_worker_log()
-                _write(progress, k, case, family, evaluate(target, case), keep_values)
+                result = evaluate(target, case)
+                _leave_if_forked(worker)
+                _write(progress, k, case, family, result, keep_values)
         return len(payload)
     finally:
         os._exit = _REAL_EXIT
