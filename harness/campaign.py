@@ -3,8 +3,8 @@ each bucket's representative afterwards (reduce, then bucket)."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import itertools
 import json
 import shutil
 import sqlite3
@@ -21,6 +21,7 @@ import pandas as pd
 
 from layoutfuzz.harness import registry, trust
 from layoutfuzz.harness.batching import StoredPasses
+from layoutfuzz.harness.health import Health
 from layoutfuzz.harness.runner import Result, Runner, Shard, make_case, run_cases, share
 from layoutfuzz.harness.target import OUTCOMES, Outcome, Target
 from layoutfuzz.reports.buckets import PROBLEMS, bucket_table
@@ -103,36 +104,54 @@ def system_version(target: Target) -> str:
     return ", ".join(found)
 
 
-def command_line_targets(args: argparse.Namespace) -> list[str]:
-    """The target names and specs the user typed (``--targets A,B``, ``--target MODULE:ATTR``): their own choice."""
-    typed = getattr(args, "targets", None)
-    named = [t.strip() for t in (typed or "").split(",") if t.strip()]
-    if typed is not None and not named:
-        raise UsageError(f"--targets {typed!r} names no target: give comma-separated names (see `layoutfuzz targets`)")
-    named += list(getattr(args, "target", None) or [])
-    tool = getattr(args, "sanitize", None)
-    if tool:  # every target's system under test under compute-sanitizer (gpu/sanitizer.py)
-        named = [n if registry.sanitized_parts(n) or n.endswith(f"+{tool}") else
-                 registry.sanitized_spec(n, tool) if ":" in n else f"{n}+{tool}" for n in (named or DEFAULT_TARGETS.split(","))]
-    return named
+@dataclass(frozen=True)
+class CampaignSettings:
+    """Everything one campaign runs with, built once (by the CLI, the nightly or a Python user) and handed to
+    ``run_campaign``. ``resume=True`` continues the campaign in ``out`` with its stored seed, shard, cases and
+    targets: leave those unset (a ``module:attr`` target may be named again, to allow its import)."""
 
+    out: str | Path = DEFAULT_OUT
+    targets: tuple[str, ...] = ()  # target names and module:attr specs; none: DEFAULT_TARGETS
+    seed: int | None = None  # None: 0
+    shard: Shard | None = None  # None: the whole campaign (1/1)
+    cases: int | None = None  # cases per target; None: until the budget ends
+    budget: float | None = None  # seconds; None: DEFAULT_BUDGET_S unless cases is given
+    jobs: int = 1
+    timeout: float | None = None  # per case; None: DEFAULT_TIMEOUT_S (SANITIZED_TIMEOUT_S sanitized) or the stored one
+    memory_limit: int | None = None  # heap per worker, bytes
+    batch: int | None = None  # the most cases one worker call takes; None: each target's own limit
+    sanitize: str | None = None  # a compute-sanitizer tool every target's system under test runs under
+    reduce: bool = False  # reduce each bucket's representative afterwards
+    reduce_tries: int = 200
+    resume: bool = False
+    force: bool = False  # replace a campaign already in ``out``
+    quiet: bool = False  # no progress bar
 
-SETTINGS_OF_A_CAMPAIGN = {"targets": "--targets", "seed": "--seed", "shard": "--shard", "cases": "--cases",
-                          "sanitize": "--sanitize", "memory_limit": "--memory-limit", "force": "--force"}
+    def __post_init__(self) -> None:
+        if isinstance(self.targets, str):
+            raise TypeError("CampaignSettings.targets is a tuple of names, not a string")
+        if self.resume:
+            changed = [name for name in ("seed", "shard", "cases", "sanitize", "memory_limit")
+                       if getattr(self, name) is not None]
+            changed += ["targets"] * any(":" not in t for t in self.targets) + ["force"] * self.force
+            if changed:
+                raise UsageError(f"a resumed campaign runs with its stored settings: {', '.join(changed)} cannot "
+                                 "change it (start a new campaign with another out instead)")
 
+    def named_targets(self) -> list[str]:
+        """The targets named (default: every CPU target), each under ``sanitize``'s tool where one is given."""
+        named = list(self.targets)
+        tool = self.sanitize
+        if tool:  # every target's system under test under compute-sanitizer (gpu/sanitizer.py)
+            named = [n if registry.sanitized_parts(n) or n.endswith(f"+{tool}") else
+                     registry.sanitized_spec(n, tool) if ":" in n else f"{n}+{tool}"
+                     for n in (named or DEFAULT_TARGETS.split(","))]
+        return named
 
-def settings_beside_resume(args: argparse.Namespace) -> list[str]:
-    """The options given with ``--resume`` that would change the campaign it continues (a resumed campaign runs
-    with its stored settings; ``--target MODULE:ATTR``, ``--budget``, ``--jobs`` and ``--timeout`` may be given)."""
-    if not getattr(args, "resume", False):
-        return []
-    return [flag for key, flag in SETTINGS_OF_A_CAMPAIGN.items() if getattr(args, key, None) not in (None, False)]
-
-
-def resume_command(args: argparse.Namespace) -> str:
-    """The command that continues this campaign (naming again the targets the user named as module:attr)."""
-    specs = [t for t in command_line_targets(args) if ":" in t]
-    return f"layoutfuzz run --out {args.out} --resume" + "".join(f" --target {s}" for s in specs)
+    def resume_command(self) -> str:
+        """The command that continues this campaign (naming again the targets named as module:attr)."""
+        specs = [t for t in self.named_targets() if ":" in t]
+        return f"layoutfuzz run --out {self.out} --resume" + "".join(f" --target {s}" for s in specs)
 
 
 def open_store(directory: str | Path) -> Store:
@@ -149,12 +168,12 @@ def open_store(directory: str | Path) -> Store:
     return store
 
 
-def prepare_store(args: argparse.Namespace) -> tuple[Store, dict[str, Any]]:
-    """The store of ``args.out``: resumed, replaced (``--force``) or new, with the campaign's settings.
+def prepare_store(settings: CampaignSettings) -> tuple[Store, dict[str, Any]]:
+    """The store of ``settings.out``: resumed, replaced (``force``) or new, with the campaign's stored settings.
 
     Settings are checked before anything is written: a refused command leaves no folder or store behind."""
-    out = Path(args.out)
-    specs = None if args.resume else target_specs(command_line_targets(args))
+    out = Path(settings.out)
+    specs = None if settings.resume else target_specs(settings.named_targets())
     made = not out.exists()
     lock = DirectoryLock(out)  # first: nothing is read or deleted while another run writes here
     try:
@@ -162,7 +181,7 @@ def prepare_store(args: argparse.Namespace) -> tuple[Store, dict[str, Any]]:
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     try:
-        store, meta = _open_campaign(args, out, holds_campaign(out), specs)
+        store, meta = _open_campaign(settings, out, holds_campaign(out), specs)
     except BaseException:
         lock.release()
         if made:  # nothing of this command's is left to block the corrected one
@@ -187,8 +206,9 @@ def holds_campaign(out: Path) -> bool:
         return True
 
 
-def _open_campaign(args: argparse.Namespace, out: Path, existing: bool, specs: list[str] | None) -> tuple[Store, dict[str, Any]]:
-    if args.resume:
+def _open_campaign(settings: CampaignSettings, out: Path, existing: bool,
+                   specs: list[str] | None) -> tuple[Store, dict[str, Any]]:
+    if settings.resume:
         if not existing:
             raise UsageError(f"nothing to resume in {out}: it holds no campaign")
         store = open_store(out)
@@ -196,13 +216,13 @@ def _open_campaign(args: argparse.Namespace, out: Path, existing: bool, specs: l
             meta = store.meta()
             if not meta.get("targets"):
                 raise UsageError(f"{out / DB_NAME} holds no campaign settings to resume")
-            meta["targets"] = stored_specs(store, command_line_targets(args))
+            meta["targets"] = stored_specs(store, settings.named_targets())
         except BaseException:
             store.close()
             raise
         return store, meta
     if existing:
-        if not args.force:
+        if not settings.force:
             raise UsageError(
                 f"{out} already holds a campaign: add --resume to continue it, --force to replace it, "
                 "or --out to write elsewhere"
@@ -213,11 +233,12 @@ def _open_campaign(args: argparse.Namespace, out: Path, existing: bool, specs: l
     store = Store(out)
     meta = {
         "targets": specs,
-        "seed": args.seed if args.seed is not None else 0,
-        "shard": str(args.shard if args.shard is not None else Shard()),
-        "cases": args.cases,
-        "timeout_s": args.timeout if args.timeout is not None else SANITIZED_TIMEOUT_S if getattr(args, "sanitize", None) else DEFAULT_TIMEOUT_S,
-        "memory_limit": getattr(args, "memory_limit", None),
+        "seed": settings.seed if settings.seed is not None else 0,
+        "shard": str(settings.shard if settings.shard is not None else Shard()),
+        "cases": settings.cases,
+        "timeout_s": settings.timeout if settings.timeout is not None else
+        SANITIZED_TIMEOUT_S if settings.sanitize else DEFAULT_TIMEOUT_S,
+        "memory_limit": settings.memory_limit,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     store.set_meta(meta)
@@ -243,6 +264,8 @@ class Recorder:
         self.store, self.specs, self.versions, self.progress = store, specs, versions, progress
         self.counts: Counter[str] = Counter()
         self.unsupported: Counter[str] = Counter()  # per bucket: a refused input is no finding, a file each would flood
+        self.health = Health()
+        self.stopped: set[str] = set()  # targets found broken: no more of their cases are started
         self._pending: list[tuple] = []
         self._flushed = time.monotonic()
 
@@ -267,6 +290,7 @@ class Recorder:
                 report = build_report(result, self.versions.get(result.case.target, {}), path, spec)
             rows.append((result, bucket, report, signature))
             self.counts[result.outcome.value] += 1
+            self._check(result.case.target, result.outcome.value, signature)
         self._pending.extend(rows)
         if len(self._pending) >= self.FLUSH_ROWS or time.monotonic() - self._flushed >= self.FLUSH_S:
             self.flush()
@@ -276,7 +300,20 @@ class Recorder:
         """Counts passes the workers stored themselves (``harness.stored_passes``)."""
         count = sum(p.cases for p in passes)
         self.counts[Outcome.PASS.value] += count
+        for stored in passes:
+            self.health.passed(stored.target, stored.cases)
         self._show(count)
+
+    def _check(self, target: str, outcome: str, signature: str | None) -> None:
+        """Stops a target whose first cases all end in one harness error (``harness.health``), saying so once."""
+        broken = self.health.see(target, outcome, signature or "")
+        if broken:
+            self.stopped.add(target)
+            print(f"\n{broken}", file=sys.stderr)
+
+    def running(self, target: str, indices: Iterable[int]) -> Iterator[int]:
+        """``indices`` until ``target`` is stopped as broken."""
+        return itertools.takewhile(lambda _: target not in self.stopped, indices)
 
     def _show(self, finished: int) -> None:
         if self.progress is not None:
@@ -328,17 +365,17 @@ class Campaign:
         return f"{n} cases in {self.elapsed_s:.1f} s ({n / max(self.elapsed_s, 1e-9):.0f}/s): {what or 'none'}"
 
 
-def run_campaign(args: argparse.Namespace) -> Campaign:
-    """Runs (or resumes) the campaign ``args`` describe, records everything, writes the tables, and
-    with ``args.reduce`` reduces each bucket's representative (reduce, then bucket)."""
+def run_campaign(settings: CampaignSettings) -> Campaign:
+    """Runs (or resumes) the campaign ``settings`` describe, records everything, writes the tables, and
+    with ``settings.reduce`` reduces each bucket's representative (reduce, then bucket)."""
     from tqdm import tqdm
 
-    store, meta = prepare_store(args)
+    store, meta = prepare_store(settings)
     try:
         specs = list(meta["targets"])
         targets = [(spec, load_target(spec)) for spec in specs]
         seed, shard, cases = int(meta["seed"]), Shard.parse(meta["shard"]), meta.get("cases")
-        budget = args.budget if args.budget is not None else (None if cases else DEFAULT_BUDGET_S)
+        budget = settings.budget if settings.budget is not None else (None if cases else DEFAULT_BUDGET_S)
         env = environment_versions()
         versions = {target.name: env | dict(target.versions()) for _, target in targets}
         recorder = Recorder(store, specs_by_name(targets), versions, None)
@@ -365,20 +402,20 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
         already = sum(1 for (t, s, _) in done if s == seed and t in {x.name for _, x in runnable})
         what = f"{len(runnable)} target(s), seed {seed}, shard {shard}, " + (
             f"{cases} cases" if cases else "no case limit") + (f", budget {budget:g} s" if budget else "")
-        print(f"layoutfuzz: {what}, {args.jobs} worker(s) -> {store.directory}", file=sys.stderr)
+        print(f"layoutfuzz: {what}, {settings.jobs} worker(s) -> {store.directory}", file=sys.stderr)
         interactive = sys.stderr.isatty()  # in CI logs: a progress line every 30 s instead of a live bar
-        progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=args.quiet,
+        progress = tqdm(total=total, initial=already if total else 0, unit=" cases", disable=settings.quiet,
                         file=sys.stderr, dynamic_ncols=interactive, mininterval=0.1 if interactive else 30)
         recorder.progress = progress
-        batch = getattr(args, "batch", None)
-        shares = [share(spec, target, seed, unrecorded(target.name, seed, shard.indices(cases), done), batch)
+        batch = settings.batch
+        shares = [share(spec, target, seed, recorder.running(target.name, unrecorded(target.name, seed, shard.indices(cases), done)), batch)
                   for spec, target in runnable]
         deadline = time.monotonic() + budget if budget else None
         started = time.monotonic()
         interrupted = False
-        timeout = args.timeout if args.timeout is not None else float(meta.get("timeout_s", DEFAULT_TIMEOUT_S))
+        timeout = settings.timeout if settings.timeout is not None else float(meta.get("timeout_s", DEFAULT_TIMEOUT_S))
         try:
-            run_cases(shares, recorder, args.jobs, timeout, deadline, meta.get("memory_limit"), (str(store.path), recorder.stored))
+            run_cases(shares, recorder, settings.jobs, timeout, deadline, meta.get("memory_limit"), (str(store.path), recorder.stored))
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -388,9 +425,9 @@ def run_campaign(args: argparse.Namespace) -> Campaign:
         table = pass_rate_table(store.counts(), store.metric_rows())
         write_tables(table, store.directory)
         buckets = bucket_table(store.frame(PROBLEMS))
-        if args.reduce and not buckets.empty and not interrupted:
+        if settings.reduce and not buckets.empty and not interrupted:
             print(f"reducing the representatives of {len(buckets)} bucket(s)...", file=sys.stderr)
-            reduce_representatives(store, buckets, specs_by_name(targets), timeout, args.reduce_tries, args.jobs)
+            reduce_representatives(store, buckets, specs_by_name(targets), timeout, settings.reduce_tries, settings.jobs)
         write_atomically(store.directory / "buckets.md", render(buckets.drop(columns=["report"]), "md") + "\n")
         groups = model_groups({t.name: t.case_model for _, t in targets})
         compared = side_by_side(store.db, groups) if groups else None

@@ -45,3 +45,20 @@ class Fifth(_Sleepy):
 
 
 SPECS = [f"tests.resume_targets:{name}" for name in ("First", "Second", "Third", "Fourth", "Fifth")]
+
+
+class Placeholder(Target):
+    """A plug-in whose wrapper was never filled in: every case raises in the harness's own code."""
+
+    name = "test.placeholder"
+
+    def generate(self, source):
+        return {"value": source.integer(0, 9)}
+
+    def expected(self, case):
+        return {"value": case.params["value"]}
+
+    def observed(self, case):
+        import mylib  # noqa: F401 - the placeholder of a newcomer's first target
+
+        return {}
