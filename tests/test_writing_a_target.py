@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -50,6 +51,16 @@ def test_the_pages_example_runs_as_a_campaign_and_its_planted_bug_is_one_bucket(
     buckets = db.execute("SELECT DISTINCT signature FROM outcomes WHERE outcome = 'diverge'").fetchall()
     assert buckets == [("array values",)]  # one bug, one bucket
     assert "1 distinct problem(s)" in done.stdout and "array values" in done.stdout
+
+
+def test_the_pages_finding_replays_and_reduces_as_it_says(campaign):
+    where, _, _ = campaign
+    (look,) = [b for b in _blocks("bash") if "layoutfuzz reduce" in b]
+    done = _shell(look, where)
+    assert done.returncode == 0 and "outcome: diverge" in done.stdout, done.stderr
+    reduced = json.loads((where / "my-campaign" / "reports" / "my.layouts_or-0-0.reduced.json").read_text())["params"]
+    assert reduced == {"layout": {"bases": [["warp", [[1], [1]]]], "out_dims": [["dim0", 2]]}}
+    assert json.dumps(reduced["layout"]) in PAGE.read_text()
 
 
 def test_the_page_says_why_the_module_must_be_on_the_path(campaign):
