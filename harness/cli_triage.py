@@ -17,11 +17,11 @@ from layoutfuzz.harness.target import PARTIES
 from layoutfuzz.reports import ledger as ledger_file
 from layoutfuzz.reports import schema
 from layoutfuzz.reports.attribution import attribute
-from layoutfuzz.reports.buckets import bucket_table, diff_buckets
+from layoutfuzz.reports.buckets import DIFF_STATUSES, bucket_table, diff_buckets
 from layoutfuzz.reports.junit import junit_xml
 from layoutfuzz.reports.store import DB_NAME, write_atomically
 from layoutfuzz.reports.tables import for_terminal, render
-from layoutfuzz.reports.triage import FAILING, Triage, TriageError
+from layoutfuzz.reports.triage import FAILING, Triage, TriageError, night_replays
 
 
 def _night(text: str | None) -> str:
@@ -126,7 +126,7 @@ def cmd_buckets(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    changes = diff_buckets(open_store(args.baseline).frame(), open_store(args.new).frame())
+    changes = diff_buckets(open_store(args.baseline).frame(), open_store(args.new).frame(), night_replays(args.new))
     if not changes.empty:
         print(render(changes, args.format))
     print(diff_summary(changes), file=sys.stderr)
@@ -135,7 +135,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def diff_summary(changes: pd.DataFrame) -> str:
     counts = changes["status"].value_counts()
-    return ", ".join(f"{int(counts.get(s, 0))} {s}" for s in ("new", "persisting", "fixed")) + " bucket(s)"
+    return ", ".join(f"{int(counts.get(s, 0))} {s}" for s in DIFF_STATUSES) + " bucket(s)"
 
 
 # ---- known ----------------------------------------------------------------------------------

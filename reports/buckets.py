@@ -4,10 +4,15 @@ case; and what changed between two campaigns' buckets."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
+
+from layoutfuzz.reports.triage import FIXED, NEW, NOT_SEEN, OTHER, PASSES, PERSISTING, later_verdict
 
 PROBLEMS = ("diverge", "crash", "timeout", "error")  # outcomes that are findings (not pass, not unsupported)
 BUCKET_COLUMNS = ["bucket", "target", "families", "outcome", "signature", "cases", "representative", "report"]
+DIFF_STATUSES = (NEW, PERSISTING, FIXED, NOT_SEEN)  # what ``diff`` says of a bucket, in the nightly's words
 
 
 def bucket_table(outcomes: pd.DataFrame) -> pd.DataFrame:
@@ -42,14 +47,17 @@ def _signature(row: pd.Series) -> str:
     return " | ".join(lines[:1] + lines[-1:])[:100]
 
 
-def diff_buckets(baseline: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """The buckets of two campaigns side by side: ``new`` (only in the new one), ``fixed`` (only
-    in the baseline) or ``persisting``, with the case counts of each."""
+def diff_buckets(baseline: pd.DataFrame, new: pd.DataFrame, replays: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The buckets of two campaigns side by side, judged by the nightly's rule (``triage.later_verdict``):
+    ``new`` (only in the new one), ``persisting``, and for a bucket only in the baseline ``fixed`` where its
+    reproducer passed in the new campaign (its representative case run again there, or ``replays``: bucket ->
+    what a nightly's re-run of it did) or ``not seen``; with the case counts of each."""
     old_b, new_b = bucket_table(baseline).set_index("bucket"), bucket_table(new).set_index("bucket")
+    reruns = {**rerun_representatives(old_b, new), **(replays or {})}
     rows = []
     for bucket in list(new_b.index) + [b for b in old_b.index if b not in new_b.index]:
         side = new_b.loc[bucket] if bucket in new_b.index else old_b.loc[bucket]
-        status = "persisting" if bucket in new_b.index and bucket in old_b.index else ("new" if bucket in new_b.index else "fixed")
+        status = later_verdict(bucket in old_b.index, bucket in new_b.index, reruns.get(bucket))
         rows.append({
             "status": status, "bucket": bucket, "target": side["target"], "families": side["families"],
             "outcome": side["outcome"], "signature": side["signature"],
@@ -57,7 +65,21 @@ def diff_buckets(baseline: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
             "new cases": int(new_b.loc[bucket, "cases"]) if bucket in new_b.index else 0,
             "representative": side["representative"],
         })
-    order = {"new": 0, "persisting": 1, "fixed": 2}
+    order = {status: i for i, status in enumerate(DIFF_STATUSES)}
     columns = ["status", "bucket", "target", "families", "outcome", "signature", "baseline cases", "new cases", "representative"]
     frame = pd.DataFrame(rows, columns=columns)
     return frame.sort_values(by=["status", "new cases"], key=lambda c: c.map(order) if c.name == "status" else -c).reset_index(drop=True)
+
+
+def rerun_representatives(buckets: pd.DataFrame, outcomes: pd.DataFrame) -> dict[str, str]:
+    """Bucket (of ``buckets``, indexed by bucket) -> PASSES or OTHER where ``outcomes`` ran its representative case
+    again and it did not land in the bucket (a case that did is seen there, which needs no re-run)."""
+    if outcomes.empty or buckets.empty:
+        return {}
+    ran = {f"{r.target}/{r.seed}/{r.idx}": (r.outcome, r.bucket) for r in outcomes.itertuples()}
+    out = {}
+    for bucket, representative in buckets["representative"].items():
+        outcome, got = ran.get(representative, (None, None))
+        if outcome is not None and got != bucket:
+            out[bucket] = PASSES if outcome == "pass" else OTHER
+    return out

@@ -96,13 +96,115 @@ def load(path: str | Path) -> dict[str, KnownProblem]:
     return {p.bucket: p for p in problems}
 
 
+HEADER = ("# layoutfuzz known problems: root causes reported but never failing a nightly.\n"
+          "# `layoutfuzz known add BUCKET --title ...` adds one; `layoutfuzz known list` shows them with their history.\n")
+TABLE = "[[problem]]"
+
+
 def save(path: str | Path, problems: Iterable[KnownProblem]) -> None:
-    """Writes the ledger (atomically), sorted by target and title so that diffs stay small."""
-    ordered = sorted(problems, key=lambda p: (p.target, p.title, p.signature))
-    body = {"problem": [{k: v for k, v in asdict(p).items() if v} for p in ordered]}
-    header = ("# layoutfuzz known problems: root causes reported but never failing a nightly.\n"
-              "# `layoutfuzz known add BUCKET --title ...` adds one; `layoutfuzz known list` shows them with their history.\n\n")
-    write_atomically(Path(path), header + tomli_w.dumps(body))
+    """Writes the ledger (atomically) as an edit of the file that is there: each entry keeps its place, its
+    comments and the lines of the fields that did not change; entries no longer given are removed and new ones
+    appended, so one changed field is a diff of a line or two."""
+    path = Path(path)
+    given = list({p.bucket: p for p in problems}.values())
+    try:
+        edited = _edit(path.read_text() if path.exists() else HEADER, given)
+    except (tomllib.TOMLDecodeError, KeyError, IndexError, AttributeError):
+        edited = ""
+    if not _parses_as(edited, given):  # a hand-written layout the edit cannot follow: the entries, in their order
+        edited = HEADER + "".join("\n" + TABLE + "\n" + _field_lines(p) for p in given)
+    write_atomically(path, edited)
+
+
+def _edit(text: str, problems: list[KnownProblem]) -> str:
+    """``text`` with its entries edited into ``problems``: kept ones in place, others removed, new ones appended."""
+    wanted = {p.bucket: p for p in problems}
+    head, blocks = _blocks(text)
+    kept = []
+    for block in blocks:
+        bucket = _bucket_of(block)
+        if bucket in wanted:
+            kept.append(_edited(block, wanted.pop(bucket)))
+    kept += ["\n" + TABLE + "\n" + _field_lines(p) for p in wanted.values()]
+    return head + "".join(_separated(kept))
+
+
+def _parses_as(text: str, problems: list[KnownProblem]) -> bool:
+    """Whether ``text`` is a ledger of exactly ``problems``, in their order."""
+    try:
+        entries = tomllib.loads(text).get("problem", [])
+        return [entry(raw, "edit") for raw in entries] == problems
+    except (tomllib.TOMLDecodeError, LedgerError, TypeError):
+        return False
+
+
+def _blocks(text: str) -> tuple[str, list[str]]:
+    """The text before the first ``[[problem]]`` and each entry's text (its table line to the next one)."""
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.strip() == TABLE]
+    if not starts:
+        return text, []
+    ends = starts[1:] + [len(lines)]
+    return "".join(lines[:starts[0]]), ["".join(lines[a:b]) for a, b in zip(starts, ends)]
+
+
+def _separated(blocks: list[str]) -> list[str]:
+    """Blocks that each end in a newline (a block appended after a file without a final newline)."""
+    return [b if b.endswith("\n") else b + "\n" for b in blocks]
+
+
+def _bucket_of(block: str) -> str:
+    raw = tomllib.loads(block)["problem"][0]
+    return bucket_of(raw["target"], raw["outcome"], raw["signature"])
+
+
+def _field_lines(problem: KnownProblem) -> str:
+    return tomli_w.dumps({k: v for k, v in asdict(problem).items() if v})
+
+
+def _edited(block: str, problem: KnownProblem) -> str:
+    """One entry's text with only the lines of changed fields rewritten (a field cleared loses its line, a new
+    one goes after the entry's last field)."""
+    old = tomllib.loads(block)["problem"][0]
+    lines = block.splitlines(keepends=True)
+    for name, value in asdict(problem).items():
+        if old.get(name, "") == value:
+            continue
+        at = next((i for i, line in enumerate(lines) if _key(line) == name), None)
+        line = tomli_w.dumps({name: value}) if value else ""
+        if at is not None:
+            lines[at:_value_end(lines, at)] = [line]
+        elif value:
+            lines.insert(_insertion_point(lines, name), line)
+    return "".join(lines)
+
+
+def _insertion_point(lines: list[str], name: str) -> int:
+    """Where a new field's line goes: after the value of the last field before it in KnownProblem's order
+    (else after the entry's last field)."""
+    order = [f.name for f in fields(KnownProblem)]
+    keys = {_key(text): i for i, text in enumerate(lines) if _key(text)}
+    before = [keys[k] for k in order[:order.index(name)] if k in keys]
+    at = max(before) if before else max(keys.values(), default=0)
+    return _value_end(lines, at) if keys else at + 1
+
+
+def _value_end(lines: list[str], at: int) -> int:
+    """The line after the value that starts on line ``at`` (a multi-line string spans several)."""
+    for end in range(at + 1, len(lines) + 1):
+        try:
+            tomllib.loads("".join(lines[at:end]))
+            return end
+        except tomllib.TOMLDecodeError:
+            continue
+    return at + 1
+
+
+def _key(line: str) -> str:
+    """The key a ``key = value`` line sets ('' for anything else)."""
+    key, sep, _ = line.partition("=")
+    key = key.strip()
+    return key if sep and key.isidentifier() and not line.startswith((" ", "\t", "#")) else ""
 
 
 def add(path: str | Path, problem: KnownProblem) -> bool:

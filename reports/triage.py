@@ -37,6 +37,18 @@ CREATE TABLE IF NOT EXISTS verdicts (
 # what a night can say of a root cause
 NEW, REGRESSED, PERSISTING, KNOWN, FIXED, NOT_SEEN = "new", "regressed", "persisting", "known", "fixed", "not seen"
 FAILING = (NEW, REGRESSED)  # verdicts that fail a nightly
+# what a root cause's reproducer did when re-run: failed the same way, passed, failed otherwise (or could not run)
+SAME, PASSES, OTHER = "same", "pass", "other"
+
+
+def later_verdict(earlier: bool, seen: bool, replay: str | None = None) -> str:
+    """The one rule for what a later campaign says of a root cause, used by the nightly and by ``diff``: seen
+    again, it persists (new if nothing earlier had it); not seen, only its reproducer re-run can say more:
+    failing the same way it persists, passing it is fixed, else (not re-run, or failing otherwise) it was
+    not seen. A root cause merely absent from a random sample is never fixed."""
+    if seen:
+        return PERSISTING if earlier else NEW
+    return {SAME: PERSISTING, PASSES: FIXED}.get(replay or "", NOT_SEEN)
 
 
 class TriageError(Exception):
@@ -74,6 +86,10 @@ class Replay:
 
     def still_fails(self, cause: RootCause) -> bool:
         return (self.outcome, self.signature) == (cause.outcome, cause.signature)
+
+    def state(self, cause: RootCause) -> str:
+        """SAME, PASSES or OTHER: what this replay says of ``cause``."""
+        return SAME if self.still_fails(cause) else PASSES if self.passes else OTHER
 
     @property
     def passes(self) -> bool:
@@ -129,10 +145,8 @@ class Triage:
                     verdict = KNOWN
                 elif earlier and cause.status == "fixed" and (cause.fixed_night or "") < night:
                     verdict = REGRESSED
-                elif earlier:
-                    verdict = PERSISTING
                 else:
-                    verdict = NEW
+                    verdict = later_verdict(earlier, seen=True)
                 self._remember(row, cause, night, version.get(row.target, ""), reproducers.get(row.bucket), specs)
                 self._verdict(night, row.bucket, verdict, int(row.cases), version.get(row.target, ""))
             seen = set(buckets["bucket"]) if not buckets.empty else set()
@@ -141,17 +155,22 @@ class Triage:
                     continue
                 cause = causes[bucket]
                 v = version.get(cause.target, "")
-                if replay.still_fails(cause):
+                verdict = later_verdict(True, seen=False, replay=replay.state(cause))
+                if verdict == PERSISTING:
                     verdict = KNOWN if bucket in known else PERSISTING
                     self.db.execute("UPDATE root_causes SET last_night=?, last_version=? WHERE bucket=?", (night, v, bucket))
-                elif not replay.passes:  # it fails otherwise (or cannot run): no evidence either way
-                    verdict = NOT_SEEN
-                else:
-                    verdict = FIXED
+                elif verdict == FIXED:
                     self.db.execute("UPDATE root_causes SET status='fixed', fixed_night=?, fixed_version=? WHERE bucket=?",
                                     (night, v, bucket))
                 self._verdict(night, bucket, verdict, 0, v)
         return self.table(night)
+
+    def replays(self, night: str) -> dict[str, str]:
+        """Bucket -> what its stored reproducer did on ``night`` (SAME, PASSES or OTHER), for the root causes
+        that night re-ran and did not see in its campaign."""
+        rows = self.db.execute("SELECT bucket, verdict FROM verdicts WHERE night = ? AND cases = 0", (night,)).fetchall()
+        states = {PERSISTING: SAME, KNOWN: SAME, FIXED: PASSES, NOT_SEEN: OTHER}
+        return {bucket: states[verdict] for bucket, verdict in rows if verdict in states}
 
     def _remember(self, row, cause: RootCause | None, night: str, version: str, reproducer: tuple[Case, bool] | None,
                   specs: Mapping[str, str]) -> None:
@@ -182,3 +201,21 @@ class Triage:
             " r.reproducer, r.reduced, r.spec FROM root_causes r JOIN verdicts v ON v.bucket = r.bucket"
             + (" WHERE v.night = ?" if night else " WHERE v.night = (SELECT MAX(night) FROM verdicts w WHERE w.bucket = r.bucket)"))
         return pd.read_sql_query(query, self.db, params=(night,) if night else ())
+
+
+def night_replays(directory: str | Path) -> dict[str, str]:
+    """What the nightly re-ran for the campaign in ``directory`` when it is a night of a nightly root
+    (``ROOT/YYYY-MM-DD``, with ``ROOT/history.sqlite``): bucket -> SAME, PASSES or OTHER; else nothing."""
+    directory = Path(directory).resolve()
+    if not (directory.parent / HISTORY).exists():
+        return {}
+    try:
+        triage = Triage(directory.parent)
+    except TriageError:
+        return {}
+    try:
+        return triage.replays(directory.name[:10])
+    except sqlite3.DatabaseError:
+        return {}
+    finally:
+        triage.close()

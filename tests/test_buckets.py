@@ -39,7 +39,7 @@ def test_diff_says_new_persisting_and_fixed(tmp_path):
                                     (5, "f", "diverge", "fresh")])
     changes = diff_buckets(old, new).set_index("signature")
     assert changes.loc["fresh", "status"] == "new" and changes.loc["fresh", "new cases"] == 2
-    assert changes.loc["x", "status"] == "persisting" and changes.loc["gone", "status"] == "fixed"
+    assert changes.loc["x", "status"] == "persisting" and changes.loc["gone", "status"] == "not seen"  # not re-run
     assert list(diff_buckets(new, new)["status"].unique()) == ["persisting"]
 
 
@@ -52,11 +52,11 @@ def test_cli_diff_and_baseline_exit_1_only_on_new_buckets(tmp_path):
     assert sorted(pd.read_csv(io.StringIO(listed.stdout))["outcome"]) == ["crash", "crash"]
     new = layoutfuzz("run", "--target", CRASHY, "--cases", "5", "--timeout", "2", "--jobs", "2", "-q", "--out", "new",
                      "--baseline", "base", cwd=tmp_path)  # adds a hang (timeout) and a divergence
-    assert new.returncode == 1 and "2 new, 2 persisting, 0 fixed" in new.stdout, new.stdout + new.stderr
+    assert new.returncode == 1 and "2 new, 2 persisting, 0 fixed, 0 not seen" in new.stdout, new.stdout + new.stderr
     forward = layoutfuzz("diff", "base", "new", cwd=tmp_path)
-    assert forward.returncode == 1 and "2 new, 2 persisting, 0 fixed" in forward.stderr
+    assert forward.returncode == 1 and "2 new, 2 persisting, 0 fixed, 0 not seen" in forward.stderr
     backward = layoutfuzz("diff", "new", "base", cwd=tmp_path)
-    assert backward.returncode == 0 and "0 new, 2 persisting, 2 fixed" in backward.stderr
+    assert backward.returncode == 0 and "0 new, 2 persisting, 0 fixed, 2 not seen" in backward.stderr  # base ran 3 cases
     assert "timeout" in backward.stdout and "diverge" in backward.stdout
     missing = layoutfuzz("diff", "base", "nowhere", cwd=tmp_path)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no campaign in nowhere" in missing.stderr
