@@ -1,18 +1,21 @@
 """Regression ranges: replay one reduced reproducer under Triton releases in order and find where its
 root cause starts or stops. A release is *bad* when the reproducer fails there with the same root
-cause (the same bucket), *good* when it passes; a release where it fails another way, or cannot run,
-stops the search with that said (one problem must not be mistaken for another)."""
+cause (the same bucket), *good* when it passes; a release where it fails another way stops the search
+with that said (one problem must not be mistaken for another). A *refused* replay (the case could not
+run there: no verdict, or its target is unsupported) is neither good nor bad: it says nothing."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from layoutfuzz.harness.environments import TritonEnvironment
+
+REFUSED = "refused"  # the outcome of a replay that gave no verdict (``reproduce`` refused or failed to start)
 
 
 @dataclass(frozen=True)
@@ -26,10 +29,23 @@ class Replay:
     signature: str
 
     def state(self, bucket: str) -> str:
-        """'bad' (the same root cause), 'good' (passes), or 'other' (fails otherwise, or cannot run)."""
+        """'bad' (the same root cause), 'good' (passes), 'refused' (the case did not run: no evidence either way)
+        or 'other' (fails otherwise)."""
         if self.outcome == "pass":
             return "good"
-        return "bad" if self.bucket == bucket else "other"
+        if self.refused:
+            return "refused"
+        return "bad" if bucket and self.bucket == bucket else "other"
+
+    @property
+    def refused(self) -> bool:
+        return self.outcome in (REFUSED, "unsupported")
+
+    def why(self) -> str:
+        """What the replay gave, in words, for a summary that stops on it."""
+        if self.refused:
+            return f"under {self.label} the replay was refused ({self.signature or self.outcome})"
+        return f"under {self.label} it gives {self.outcome} ({self.signature or 'no signature'}), another root cause"
 
 
 @dataclass(frozen=True)
@@ -46,12 +62,24 @@ class Range:
     stopped: str  # why the search stopped early ('' when it finished)
     masked: tuple[str, ...] = ()  # releases at the ends where another failure hides this one (left out of the range)
 
+    @property
+    def refused(self) -> tuple[str, ...]:
+        """The releases whose replay was refused (no evidence there)."""
+        return tuple(v for v in self.versions if any(r.label == v and r.refused for r in self.replays))
+
+    def _set_aside(self) -> str:
+        other = [v for v in self.masked if v not in self.refused]
+        parts = [f"{', '.join(other)}: another failure comes first there"] if other else []
+        parts += [f"{', '.join(self.refused)}: replay refused"] if self.refused else []
+        return f" ({'; '.join(parts)})" if parts else ""
+
     def summary(self) -> str:
-        masked = f" ({', '.join(self.masked)}: another failure comes first there)" if self.masked else ""
+        masked = self._set_aside()
         if self.stopped:
             return f"stopped: {self.stopped}{masked}"
         if not self.first_bad:
-            return f"not reproduced under any of {', '.join(v for v in self.versions if v not in self.masked)}{masked}"
+            tried = [v for v in self.versions if v not in self.masked and v not in self.refused]
+            return f"not reproduced under any of {', '.join(tried)}{masked}"
         since = f"first bad {self.first_bad}" + (f" (last good {self.last_good})" if self.last_good else "")
         still = [v for v in self.versions if v not in self.masked][-1]
         return f"{since}; " + (f"first good {self.first_good}" if self.first_good else f"still bad in {still}") + masked
@@ -69,9 +97,28 @@ def replay(environment: TritonEnvironment, case_file: Path, timeout: float) -> R
                               env=environment.env(), capture_output=True, text=True)
         if not verdict.exists():
             tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-            return Replay(environment.label, environment.triton, "error", "", f"reproduce exited {done.returncode}: {tail}")
+            return Replay(environment.label, environment.triton, REFUSED, "", f"reproduce exited {done.returncode}: {tail}")
         data = json.loads(verdict.read_text())
     return Replay(environment.label, environment.triton, data["outcome"], data.get("bucket", ""), data.get("signature", ""))
+
+
+def kernels_refusal(case_file: Path) -> str:
+    """Why ``bisect --kernels`` cannot replay this case ('' where it can): a folder of prebuilt kernels stands in
+    for a release only for a target that runs them; any other would run this interpreter's own Triton under
+    every release's label."""
+    from layoutfuzz.harness import trust
+    from layoutfuzz.harness.campaign import load_target
+    from layoutfuzz.harness.cli_cases import read_case_file
+
+    case, report = read_case_file(case_file)
+    try:
+        target = load_target(trust.trusted_spec((report or {}).get("target_spec") or case.target, str(case_file), case.target))
+    except trust.UntrustedTarget as exc:
+        return str(exc)
+    if getattr(target, "prebuilt", False):
+        return ""
+    return (f"{target.name} has no prebuilt kernels: --kernels would replay this interpreter's Triton under every release's "
+            f"label; bisect it without --kernels (each release in its own environment: --triton 3.6.0..3.9.0)")
 
 
 def bisect(versions: list[str], run: Callable[[str], Replay], bucket: str | None = None) -> Range:
@@ -89,7 +136,7 @@ def bisect(versions: list[str], run: Callable[[str], Replay], bucket: str | None
     low, high = 0, len(versions) - 1
     ends = [0, len(versions) - 1]  # the releases that frame the range, once masked ends are set aside
     if bucket is None:
-        failing = next((r for r in (at(high), at(low)) if r.outcome != "pass"), None)
+        failing = next((r for r in (at(high), at(low)) if r.outcome != "pass" and not r.refused), None)
         bucket = failing.bucket if failing is not None else ""
 
     def finish(first_bad: str = "", first_good: str = "", last_good: str = "", stopped: str = "") -> Range:
@@ -97,15 +144,14 @@ def bisect(versions: list[str], run: Callable[[str], Replay], bucket: str | None
         return Range(bucket, tuple(versions), tuple(done.values()), first_bad, first_good, last_good, stopped, masked)
 
     if not bucket:
-        return finish()
-    while low < high and at(low).state(bucket) == "other":
+        return finish(stopped=_all_refused(done.values()))
+    while low < high and at(low).state(bucket) in ("other", "refused"):
         low += 1
-    while high > low and at(high).state(bucket) == "other":
+    while high > low and at(high).state(bucket) in ("other", "refused"):
         high -= 1
     ends[:] = [low, high]
-    if at(low).state(bucket) == "other":
-        r = at(low)
-        return finish(stopped=f"under {r.label} it gives {r.outcome} ({r.signature or 'no signature'}), another root cause")
+    if at(low).state(bucket) in ("other", "refused"):
+        return finish(stopped=_all_refused(done.values()) or at(low).why())
     start = at(low).state(bucket)
     oldest = f"<={versions[low]}" if low == 0 else versions[low]
     if start == at(high).state(bucket):
@@ -113,9 +159,8 @@ def bisect(versions: list[str], run: Callable[[str], Replay], bucket: str | None
     while high - low > 1:  # invariant: versions[low] is in the start state, versions[high] is not
         mid = (low + high) // 2
         state = at(mid).state(bucket)
-        if state == "other":
-            r = at(mid)
-            return finish(stopped=f"under {r.label} it gives {r.outcome} ({r.signature or 'no signature'}), another root cause")
+        if state in ("other", "refused"):
+            return finish(stopped=at(mid).why())
         if state == start:
             low = mid
         else:
@@ -123,3 +168,11 @@ def bisect(versions: list[str], run: Callable[[str], Replay], bucket: str | None
     if start == "bad":  # fixed at versions[high]
         return finish(first_bad=oldest, first_good=versions[high])
     return finish(first_bad=versions[high], last_good=versions[low])
+
+
+def _all_refused(replays: Iterable[Replay]) -> str:
+    """Why the search stops where every replay was refused ('' where one ran): no release gave evidence."""
+    replays = list(replays)
+    if not replays or not all(r.refused for r in replays):
+        return ""
+    return "every replay was refused (" + "; ".join(f"{r.label}: {r.signature or r.outcome}" for r in replays) + ")"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from layoutfuzz.gpu.prebuilt import folder_version
 from layoutfuzz.harness import environments, trust
-from layoutfuzz.harness.bisect import bisect, replay
+from layoutfuzz.harness.bisect import bisect, kernels_refusal, replay
 from layoutfuzz.harness.campaign import UsageError
 from layoutfuzz.harness.cli_cases import read_case_file
 from layoutfuzz.harness.environments import EnvironmentFailure, TritonEnvironment
@@ -151,6 +151,9 @@ def _reproducer(args: argparse.Namespace) -> tuple[Path, str | None]:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     case_file, bucket = _reproducer(args)
+    refusal = kernels_refusal(case_file) if args.kernels else ""
+    if refusal:
+        raise UsageError(refusal)
     try:
         versions = environments.release_range(args.triton)
         folders = {}
