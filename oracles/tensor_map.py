@@ -88,7 +88,7 @@ def encoding_problems(e: TiledEncoding, compute_capability: tuple[int, int]) -> 
         out.append(("inner box bytes", f"the inner box row is {inner} bytes, not a multiple of 16"))
     # observed (H100, driver 580.159.04): with interleave too; 122 of 122 interleaved encodings whose boxDim[0] bytes are
     # not a multiple of 16 refused (108 breaking no documented rule), 671 of 671 whose are accepted
-    # (docs/results/2026-11-25-interleave-and-clusters-h100.md)
+    # (docs/results/interleave-and-clusters-h100.md)
     if e.interleave != 0 and inner % 16:
         out.append(("interleaved inner box bytes", f"the interleaved inner box row is {inner} bytes, not a multiple of 16 (observed)"))
     # "elementStrides array ... must be non-zero and less than or equal to 8"
@@ -112,7 +112,7 @@ def encoding_problems(e: TiledEncoding, compute_capability: tuple[int, int]) -> 
         out.append(("NaN fill type", f"a NaN out-of-bound fill needs a floating-point type, not {DATA_TYPE_NAMES[e.data_type] if e.data_type in DATA_TYPE_BYTES else e.data_type}"))
     # observed: the elements a box takes, floor(boxDim[i] / elementStrides[i]) in every dim (the innermost's stride
     # counted too, though the text says it is ignored), times the element size, fit 228 KiB on an H100: 0 of 33,810
-    # documented-valid encodings misjudged, and the boundaries found by sweeping box dims (docs/results/2026-11-24-tensor-maps.md)
+    # documented-valid encodings misjudged, and the boundaries found by sweeping box dims (docs/results/tensor-maps.md)
     limit = BOX_BYTES_LIMIT.get(compute_capability[0])
     if limit and len(e.box_dims) == len(e.element_strides) and all(t > 0 for t in e.element_strides):
         taken = size
@@ -121,7 +121,7 @@ def encoding_problems(e: TiledEncoding, compute_capability: tuple[int, int]) -> 
         if taken > limit:
             out.append(("box bytes", f"the box takes {taken} bytes, more than the {limit} (observed) of compute capability {compute_capability[0]}.x"))
     # observed: the atomicity sub-modes are refused below compute capability 10.0 (every one of 10,958,914 tma.swizzle
-    # cases on an H100, docs/results/2026-11-24-throughput.md; the driver's text does not say so)
+    # cases on an H100, docs/results/throughput.md; the driver's text does not say so)
     if e.swizzle in ATOM_SWIZZLES and compute_capability < (10, 0):
         out.append(("atomicity compute capability", f"swizzle {SWIZZLES[e.swizzle]} needs compute capability 10.0 (observed), not {compute_capability[0]}.{compute_capability[1]}"))
     return out

@@ -106,7 +106,7 @@ class SwizzleMode(enum.Enum):
 
 
 # The bytes one dim-0 index of an interleaved box moves, by CUtensorMapInterleave. Observed on an H100 (driver
-# 580.159.04, docs/results/2026-11-25-interleave-and-clusters-h100.md): dim 0 counts the interleave's slices (PTX 5.5.6:
+# 580.159.04, docs/results/interleave-and-clusters-h100.md): dim 0 counts the interleave's slices (PTX 5.5.6:
 # "C8 utilizes 16 bytes", "C16 uses 32 bytes"), whatever the element type; cuda.h and PTX say nothing of the traversal.
 INTERLEAVE_BYTES = {1: 16, 2: 32}
 

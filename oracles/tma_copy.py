@@ -22,7 +22,7 @@ the text does not state written out as *observed*, each with its evidence:
 
 *Observed, interleaved tensor maps* (CU_TENSOR_MAP_INTERLEAVE_16B/32B; PTX 5.5.6 names the NC/8HWC8 and NC/16HWC16
 layouts and nothing of how a box traverses them; H100, driver 580.159.04, 534 windows and 40 stores, every one
-explained, ``docs/results/2026-11-25-interleave-and-clusters-h100.md``):
+explained, ``docs/results/interleave-and-clusters-h100.md``):
 
 - dim 0 counts slices of the interleave's size (16 or 32 bytes), whatever the element type: index ``i`` of dim 0 moves
   the slice at byte ``(c0 + i * elementStrides[0]) * slice`` (the element stride of dim 0 is honoured);
@@ -33,7 +33,7 @@ explained, ``docs/results/2026-11-25-interleave-and-clusters-h100.md``):
 - through a floating-point type, each element of such a slice takes the NaN fill's pattern where the map asks for it,
   a TFLOAT32 map rounds the data, and a multicast delivers the window to each CTA of its mask, all as without
   interleave (200,000 copies, 2,371 of them interleaved floating-point loads,
-  ``docs/results/2026-11-26-interleave-float-types-h100.md``).
+  ``docs/results/interleave-float-types-h100.md``).
 
 A box's start in dimension 0 is a whole number of 16-byte granules (5.5.3.1: "The address of the bounding Box must
 also be aligned to 16 bytes"), and every row of the tensor starts at a multiple of 16 bytes (the driver's stride rule),

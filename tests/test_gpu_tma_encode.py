@@ -26,7 +26,7 @@ def test_the_bindings_give_the_drivers_answer_from_rank_2():
 @pytest.mark.gpu
 def test_the_driver_refuses_every_documented_refusal_but_one():
     # every rule broken on purpose is refused, except interleave 32B without swizzle 32B, which this driver accepts
-    # (docs/results/2026-11-24-tensor-maps.md): that disagreement is tma.encode's finding, not a pass
+    # (docs/results/tensor-maps.md): that disagreement is tma.encode's finding, not a pass
     from layoutfuzz.gpu.device import compute_capability
     from layoutfuzz.gpu.tma_encode import encode, encoding_of
     from layoutfuzz.oracles.tensor_map import encoding_problems

@@ -347,7 +347,7 @@ def test_wgmma_products_on_the_gpu_are_exact():
         assert target.compare(case, target.expected(case), observed).ok, case.params
 
 
-# ---- the reduced divergences of the H100 campaign (docs/results/2026-11-22-triton-gpu-targets-h100.md) ----
+# ---- the reduced divergences of the H100 campaign (docs/results/triton-gpu-targets-h100.md) ----
 
 CASES = Path(__file__).resolve().parent.parent / "docs" / "results" / "cases"
 

@@ -76,7 +76,7 @@ def test_the_atomicity_sub_modes_need_compute_capability_10():
 
 
 @pytest.mark.parametrize("data_type,box,steps,accepted", [
-    # the boundaries an H100 showed when box dims were swept (docs/results/2026-11-24-tensor-maps.md)
+    # the boundaries an H100 showed when box dims were swept (docs/results/tensor-maps.md)
     (4, (256, 114), (1, 1), True), (4, (256, 115), (1, 1), False),  # 256 x 114 x 8 bytes = 233,472
     (4, (128, 228), (1, 1), True), (4, (128, 229), (1, 1), False),
     (2, (256, 228), (1, 1), True), (2, (256, 229), (1, 1), False),
