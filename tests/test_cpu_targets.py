@@ -200,7 +200,7 @@ def test_shared_layouts_catch_a_planted_fault_and_read_the_inferred_layout():
 
 
 def test_the_version_adapter_defines_unswizzled_transposed_nvmma_buffers_per_release(monkeypatch):
-    # H100 read-back (docs/results/triton-versions.md): row-major up to 3.7.1, dim 0 fastest from 3.8.0
+    # H100 read-back (docs/findings.md): row-major up to 3.7.1, dim 0 fastest from 3.8.0
     from layoutfuzz.harness import triton_compat
     from layoutfuzz.harness.triton_compat.layouts import shared_layout
 

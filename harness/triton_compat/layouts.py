@@ -63,7 +63,7 @@ def honours_unswizzled_transposed() -> bool:
     nvmmaSharedToLinearLayout's swizzle-0 branch builds it. Evidence: an H100 read back the raw
     placement of the same 13 such cases of triton.shared_memory from kernels compiled by each release:
     row-major under 3.6.0 and 3.7.1, dim 0 fastest under 3.8.0 and 3.9.0
-    (docs/results/triton-versions.md); 3.9.0's to_linear_layout says the same."""
+    (docs/findings.md); 3.9.0's to_linear_layout says the same."""
     return at_least("3.8.0")
 
 
