@@ -20,6 +20,7 @@ from typing import Any
 from layoutfuzz.generators.case import Case
 from layoutfuzz.harness.target import Target
 
+GENERATE_FAILED = "generate"  # the family of a case whose target raised drawing it (an error with no params)
 BATCH_SECONDS = 0.1  # of work per batch the runner aims at by default (``Target.batch_seconds``): short enough that a deadline or Ctrl-C is not kept waiting
 
 
@@ -167,4 +168,4 @@ def cases_of(target: Target, seed: int, payload: Sequence[Any]) -> Iterator[tupl
                 case = make_case(target, seed, item)
             yield k, case, target.family(case), ""
         except Exception:
-            yield k, case, "generate", f"exception generating the case:\n{traceback.format_exc(limit=8)}"
+            yield k, case, GENERATE_FAILED, f"exception generating the case:\n{traceback.format_exc(limit=8)}"

@@ -24,6 +24,7 @@ from layoutfuzz.harness.campaign import (
 )
 from layoutfuzz.harness.cli_cases import cmd_reduce, cmd_reproduce
 from layoutfuzz.harness.cli_coverage import add_coverage_parser
+from layoutfuzz.harness.cli_paths import output_directory, output_file
 from layoutfuzz.harness.cli_triage import (
     add_known_parser,
     campaign_root_causes,
@@ -91,6 +92,16 @@ def bounded_int(low: int, high: int, what: str = ""):
 positive_int = bounded_int(1, MAX_INT)
 job_count = bounded_int(1, MAX_JOBS, " worker processes")
 seed_int = bounded_int(0, MAX_INT)
+
+
+def target_argument(text: str) -> str:
+    """A ``--target``: a target name, or a well-formed ``module:attr`` (checked before anything is imported)."""
+    if ":" in text:
+        try:
+            registry.check_spec(text)
+        except registry.TargetNotFound as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def shard_spec(text: str) -> Shard:
@@ -271,8 +282,10 @@ class _Parser(argparse.ArgumentParser):
 def _case_arguments(parser: argparse.ArgumentParser) -> None:
     """CASE and how to find and run it (reproduce, reduce)."""
     parser.add_argument("case", metavar="CASE")
-    parser.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory to look case ids up in (default {DEFAULT_OUT})")
-    parser.add_argument("--target", metavar="MODULE:ATTR", help="the target, if it is not a built-in or plug-in")
+    parser.add_argument("--out", type=output_directory, default=DEFAULT_OUT,
+                        help=f"campaign directory to look case ids up in (default {DEFAULT_OUT})")
+    parser.add_argument("--target", type=target_argument, metavar="MODULE:ATTR",
+                        help="the target, if it is not a built-in or plug-in")
     parser.add_argument("--timeout", type=parse_positive_duration, default=60.0, metavar="DURATION", help="per-run limit (60s)")
 
 
@@ -290,7 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "OUT/reports/*.json, and print the pass-rate table (also OUT/table.{md,csv,html}).")
     run.add_argument("--targets", metavar="NAMES", help=f"comma-separated target names (default: {DEFAULT_TARGETS}); "
                      "see `layoutfuzz targets`")
-    run.add_argument("--target", action="append", metavar="MODULE:ATTR", help="a third-party target (repeatable)")
+    run.add_argument("--target", action="append", type=target_argument, metavar="MODULE:ATTR",
+                     help="a third-party target (repeatable)")
     run.add_argument("--sanitize", nargs="?", const="memcheck", choices=registry.SANITIZER_TOOLS, metavar="TOOL",
                      help="run each target's system under test under compute-sanitizer (default tool memcheck; also "
                      "racecheck, initcheck, synccheck): an out-of-bounds access is a crash of the case that made it, "
@@ -313,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "of work); 1 runs one case per call. A crash or hang costs only the case(s) that cause it either way")
     run.add_argument("--memory-limit", type=parse_size, metavar="SIZE",
                      help="heap per worker, e.g. 4G (RLIMIT_DATA); a case past it is a crash with the reason (default: none)")
-    run.add_argument("--out", default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    run.add_argument("--out", type=output_directory, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
     run.add_argument("--resume", action="store_true",
                      help="continue the campaign in --out with its stored settings, skipping recorded cases")
     run.add_argument("--force", action="store_true", help="replace a campaign already in --out")
@@ -325,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--reduce", action="store_true",
                      help="after the campaign, reduce each bucket's representative (its report gains reduced_case)")
     run.add_argument("--reduce-tries", type=positive_int, default=200, metavar="N", help="tries per reduction (200)")
-    run.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per clean family and per bucket")
+    run.add_argument("--junit", type=output_file, metavar="FILE", help="also write JUnit XML: a test case per clean family and per bucket")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     run.set_defaults(func=cmd_run)
 
@@ -338,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(ROOT/history.sqlite) and the ledger (--known): new, regressed, persisting, known or fixed. Writes "
         "ROOT/DATE/root-causes.md, junit.xml and report.html, and ROOT/reproducers/BUCKET.json. Exit 1 when a root "
         "cause is new or regressed, 0 otherwise (a known or persisting one never fails the night).")
-    nightly.add_argument("--root", default="nightly", help="folder holding one campaign per night (default nightly)")
+    nightly.add_argument("--root", type=output_directory, default="nightly", help="folder holding one campaign per night (default nightly)")
     nightly.add_argument("--date", default=None, help="the night, YYYY-MM-DD (default: today, UTC)")
     nightly.add_argument("--targets", metavar="NAMES", help="comma-separated target names (default: the CPU targets)")
     nightly.add_argument("--budget", type=parse_positive_duration, default=600.0, metavar="DURATION",
@@ -348,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     nightly.add_argument("--timeout", type=parse_positive_duration, default=None, metavar="DURATION", help="per-case limit")
     nightly.add_argument("--reduce-tries", type=positive_int, default=200, metavar="N",
                          help="tries per bucket representative's reduction (default 200)")
-    nightly.add_argument("--known", default=DEFAULT_LEDGER, metavar="FILE",
+    nightly.add_argument("--known", type=output_file, default=DEFAULT_LEDGER, metavar="FILE",
                          help=f"the ledger of known problems (default {DEFAULT_LEDGER}; absent: none)")
     nightly.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     nightly.set_defaults(func=cmd_nightly)
@@ -359,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "id TARGET/SEED/INDEX. Exit 0 if it passes, 1 if it still diverges (or crashes, ...).")
     _case_arguments(rep)
     rep.add_argument("--verbose", "-v", action="store_true", help="print expected and observed in full")
-    rep.add_argument("--json", metavar="FILE", help="also write the verdict as JSON: outcome, root-cause signature, bucket, versions")
+    rep.add_argument("--json", type=output_file, metavar="FILE", help="also write the verdict as JSON: outcome, root-cause signature, bucket, versions")
     rep.set_defaults(func=cmd_reproduce)
 
     red = sub.add_parser("reduce", help="shrink a failing case while it fails the same way",
@@ -374,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     red.add_argument("--max-tries", type=positive_int, default=500, help="give up shrinking after this many tries")
     red.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1,
                      help="candidates tried at once, each in its own worker (default: one per core)")
-    red.add_argument("--write", metavar="FILE", help="where the reduced case goes (default: beside its report or case file, NAME.reduced.json)")
+    red.add_argument("--write", type=output_file, metavar="FILE", help="where the reduced case goes (default: beside its report or case file, NAME.reduced.json)")
     red.set_defaults(func=cmd_reduce)
 
     history = sub.add_parser("history", help="pass rate over time: one column per night of `layoutfuzz nightly`",
@@ -412,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
         "of a nightly root; else open, or the ledger's word), who is responsible, how many cases, which families, "
         "when first and last seen, and the (reduced) case with the command that replays it.")
     buckets.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT})")
-    buckets.add_argument("--known", default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger (default {DEFAULT_LEDGER})")
+    buckets.add_argument("--known", type=output_file, default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger (default {DEFAULT_LEDGER})")
     buckets.add_argument("--format", choices=FORMATS, default="md")
     buckets.set_defaults(func=cmd_buckets)
 
@@ -442,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     import sqlite3
 
     from layoutfuzz.harness.trust import UntrustedTarget
+    from layoutfuzz.reports.ledger import LedgerError
     from layoutfuzz.reports.schema import SchemaError
     from layoutfuzz.reports.store import StoreError, ignore_file_size_signal, out_of_room
     from layoutfuzz.reports.triage import TriageError
@@ -450,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     ignore_file_size_signal()
     try:
         return args.func(args)
-    except (UsageError, UntrustedTarget, SchemaError, StoreError, TriageError) as exc:  # bad input, or data that is not what it claims
+    except (UsageError, UntrustedTarget, SchemaError, StoreError, TriageError, LedgerError) as exc:  # bad input, or data that is not what it claims
         print(f"layoutfuzz: error: {exc}", file=sys.stderr)
         return 2
     except (OSError, sqlite3.OperationalError) as exc:  # out of disk or past the file size limit: what was recorded is kept

@@ -12,6 +12,7 @@ from typing import Any
 
 from layoutfuzz.generators.case import Case, parse_case_id
 from layoutfuzz.harness import registry, trust
+from layoutfuzz.harness.batching import GENERATE_FAILED
 from layoutfuzz.harness.campaign import (
     UsageError,
     load_target,
@@ -87,7 +88,7 @@ def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] 
             store.close()
         if found:
             case, report_path = found
-            case = case or make_case(load_target(spec), seed, index)  # a pass (or unsupported case) kept without its parameters
+            case = case or generated(load_target(spec), seed, index)  # a pass (or unsupported case) kept without its parameters
             report_file = Path(report_path) if report_path and Path(report_path).exists() else None
             report = None
             if report_file is not None:
@@ -98,7 +99,17 @@ def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] 
             return case, spec, report, report_file, None, Path(args.out)
     if not args.target:
         spec = _trusted(target_name, f"case id {args.case}", target_name, args)
-    return make_case(load_target(spec), seed, index), spec, None, None, None, None
+    return generated(load_target(spec), seed, index), spec, None, None, None, None
+
+
+def generated(target: Target, seed: int, index: int) -> Case:
+    """Case ``index`` of ``target`` with ``seed``; a target that raises generating it is a usage error naming why
+    (a campaign records such a case as an error of family ``generate``, with no params to replay)."""
+    try:
+        return make_case(target, seed, index)
+    except Exception as exc:  # the target's own code: any exception it raises
+        raise UsageError(f"{target.name} cannot generate case {target.name}/{seed}/{index}: its generate raised "
+                         f"{type(exc).__name__}: {str(exc)[:300]}") from None
 
 
 def named_case(args: argparse.Namespace) -> NamedCase:
@@ -108,8 +119,11 @@ def named_case(args: argparse.Namespace) -> NamedCase:
     target = load_target(spec)
     if target.name != case.target:
         raise UsageError(f"case {case.case_id} is a case of {case.target!r}, not of {target.name!r} ({spec})")
+    if (report or {}).get("family") == GENERATE_FAILED and not case.params:  # its campaign could not draw it
+        case = generated(target, case.seed, case.index)
     try:
         target.validate(case)
+        target.family(case)
     except MALFORMED as exc:
         raise UsageError(f"malformed case {case.case_id}: {str(exc)[:300]}") from None
     return NamedCase(case, registry.resolve(spec), target, report, report_path, case_file, store_dir)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from layoutfuzz.harness.campaign import UsageError, campaign_targets, open_store, reduced_path, replay_command
-from layoutfuzz.harness.nightly import root_cause_table, run_night
+from layoutfuzz.harness.cli_paths import directory_problem, output_file
+from layoutfuzz.harness.nightly import REPRODUCERS, root_cause_table, run_night
 from layoutfuzz.harness.target import PARTIES
 from layoutfuzz.reports import ledger as ledger_file
 from layoutfuzz.reports import schema
@@ -35,6 +36,24 @@ def _night(text: str | None) -> str:
     raise UsageError(f"bad date {date!r}: expected YYYY-MM-DD")
 
 
+def _check_root(root: Path, out: Path) -> None:
+    """What a night writes into its root, checked before it runs: tonight's folder, the reproducers' folder and the
+    history database's tables (each is written only after the campaign)."""
+    from layoutfuzz.reports import history, triage
+
+    problem = directory_problem(out) or directory_problem(root / REPRODUCERS)
+    if problem:
+        raise UsageError(f"nightly root {root}: {problem}")
+    folder = root / REPRODUCERS
+    strays = sorted(p.name for p in folder.glob("*.json") if not p.is_file()) if folder.is_dir() else []
+    if strays:  # ROOT/reproducers/BUCKET.json is rewritten after the campaign
+        raise UsageError(f"nightly root {root}: {folder / strays[0]} is not a file, where a reproducer goes: move it away")
+    try:
+        history.check_tables(root, triage.SCHEMA)
+    except history.HistoryError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def cmd_nightly(args: argparse.Namespace) -> int:
     from layoutfuzz.harness.cli import write_html
     from layoutfuzz.reports.history import record_night
@@ -42,6 +61,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     night = _night(args.date)
     suffix = "" if args.shard.count == 1 else f"-shard{args.shard.index}of{args.shard.count}"
     out = Path(args.root) / f"{night}{suffix}"
+    _check_root(Path(args.root), out)
     run_args = argparse.Namespace(
         targets=args.targets, target=None, seed=int(night.replace("-", "")), cases=None, budget=args.budget,
         shard=args.shard, jobs=args.jobs, timeout=args.timeout, out=str(out), resume=(out / DB_NAME).exists(),
@@ -164,8 +184,11 @@ def _find_bucket(bucket: str, out: str, root: str) -> tuple[str, str, str]:
 
 
 def cmd_known_add(args: argparse.Namespace) -> int:
+    try:
+        current = ledger_file.load(args.known).get(args.bucket)  # a malformed ledger is refused before anything else
+    except ledger_file.LedgerError as exc:
+        raise UsageError(str(exc)) from None
     target, outcome, signature = _find_bucket(args.bucket, args.out, args.root)
-    current = ledger_file.load(args.known).get(args.bucket)
     given = {k: v for k, v in (("title", args.title), ("status", args.status), ("attribution", args.attribution),
                                ("layer", args.layer), ("link", args.link), ("note", args.note)) if v is not None}
     if current is None and not args.title:
@@ -227,7 +250,7 @@ def add_known_parser(sub) -> None:
     listing.add_argument("--format", choices=("md", "csv", "html"), default="md")
     listing.set_defaults(func=cmd_known_list)
     for p in (add, listing):
-        p.add_argument("--known", default=ledger_file.DEFAULT_LEDGER, metavar="FILE",
+        p.add_argument("--known", type=output_file, default=ledger_file.DEFAULT_LEDGER, metavar="FILE",
                        help=f"the ledger (default {ledger_file.DEFAULT_LEDGER})")
         p.add_argument("--root", default="nightly", help="the nightly root, for first/last seen (default nightly)")
         p.add_argument("--out", default="layoutfuzz-out", help="a campaign to look BUCKET up in (default layoutfuzz-out)")

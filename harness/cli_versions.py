@@ -14,8 +14,9 @@ from pathlib import Path
 from layoutfuzz.gpu.prebuilt import folder_version
 from layoutfuzz.harness import environments, trust
 from layoutfuzz.harness.bisect import bisect, kernels_refusal, replay
-from layoutfuzz.harness.campaign import UsageError
+from layoutfuzz.harness.campaign import UsageError, load_target
 from layoutfuzz.harness.cli_cases import read_case_file
+from layoutfuzz.harness.cli_paths import output_directory, output_file
 from layoutfuzz.harness.environments import EnvironmentFailure, TritonEnvironment
 from layoutfuzz.harness.matrix import (
     VersionRun,
@@ -28,6 +29,7 @@ from layoutfuzz.harness.matrix import (
     run_version,
     write_matrix,
 )
+from layoutfuzz.harness.target import Target
 from layoutfuzz.reports import ledger as ledger_file
 from layoutfuzz.reports import schema
 from layoutfuzz.reports.ledger import DEFAULT_LEDGER
@@ -35,6 +37,7 @@ from layoutfuzz.reports.store import write_atomically
 from layoutfuzz.reports.tables import FORMATS, for_terminal, render
 
 DEFAULT_MATRIX_OUT = "layoutfuzz-matrix"
+MAX_KERNEL_CASES = 100_000  # cases per target `kernels` compiles: about a day of compiles on 16 cores
 
 
 def _environments(args: argparse.Namespace) -> list[TritonEnvironment]:
@@ -201,7 +204,7 @@ def _identity(problem: ledger_file.KnownProblem) -> dict[str, str]:
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    from layoutfuzz.harness.campaign import load_target, target_specs
+    from layoutfuzz.harness.campaign import target_specs
     from layoutfuzz.harness.precompile import Job, compile_all
     from layoutfuzz.harness.runner import make_case
     from layoutfuzz.harness.target import MALFORMED
@@ -219,6 +222,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
                 return done.returncode
         return 0
     import triton
+    from tqdm import tqdm
 
     jobs = []
     for path in args.case or []:
@@ -228,22 +232,20 @@ def cmd_kernels(args: argparse.Namespace) -> int:
         except trust.UntrustedTarget as exc:
             raise UsageError(str(exc)) from None
         try:
-            load_target(spec).validate(case)
+            _compiling_target(spec).validate(case)
         except MALFORMED as exc:
             raise UsageError(f"malformed case {case.case_id}: {str(exc)[:300]}") from None
         jobs.append(Job(spec, case))
-    if args.targets:
-        if not args.cases:
-            raise UsageError("--targets needs --cases N")
-        for spec in target_specs([t.strip() for t in args.targets.split(",") if t.strip()]):
-            target = load_target(spec)
-            if not getattr(target, "prebuilt", False):
-                raise UsageError(f"{target.name} runs no Triton kernel to compile ahead")
-            missing = target.compile_support()
-            if missing:  # a release without the operation: the others of a --triton range still compile
-                print(f"Triton {triton.__version__}: {target.name} skipped: {missing}", file=sys.stderr)
-                continue
-            jobs += [Job(spec, make_case(target, args.seed, i)) for i in range(args.cases)]
+    if args.targets and not args.cases:
+        raise UsageError("--targets needs --cases N")
+    named = target_specs([t.strip() for t in args.targets.split(",") if t.strip()]) if args.targets else []
+    for spec, target in [(spec, _compiling_target(spec)) for spec in named]:  # every target checked before any is drawn
+        missing = target.compile_support()
+        if missing:  # a release without the operation: the others of a --triton range still compile
+            print(f"Triton {triton.__version__}: {target.name} skipped: {missing}", file=sys.stderr)
+            continue
+        drawing = tqdm(range(args.cases), desc=f"drawing {target.name}", unit=" cases", disable=args.quiet, file=sys.stderr)
+        jobs += [Job(spec, make_case(target, args.seed, i)) for i in drawing]
     if not jobs:
         if args.targets:  # every target named needs what this release lacks (said above): nothing to compile here
             return 0
@@ -254,6 +256,27 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     print(f"Triton {triton.__version__}: {len(jobs)} kernel(s) in {time.monotonic() - started:.0f} s: "
           + ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) + f" -> {folder}")
     return 0
+
+
+def _compiling_target(spec: str) -> Target:
+    """The target of ``spec`` if it has kernels to compile ahead (a GPU target of Triton's), else a usage error."""
+    target = load_target(spec)
+    if not getattr(target, "prebuilt", False):
+        raise UsageError(f"{target.name} runs no Triton kernel to compile ahead: `layoutfuzz kernels` compiles the GPU "
+                         "targets' Gluon kernels (see `layoutfuzz kernels --help`)")
+    return target
+
+
+def kernel_cases(text: str) -> int:
+    """An argparse type: a case count ``kernels`` can compile, 1 to MAX_KERNEL_CASES (a larger one would only
+    spend hours drawing cases before the first compile)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 1 <= value <= MAX_KERNEL_CASES:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_KERNEL_CASES} kernels per target: {text!r}")
+    return value
 
 
 def _forwarded(args: argparse.Namespace) -> list[str]:
@@ -288,10 +311,10 @@ def add_version_parsers(sub: argparse._SubParsersAction, parse_duration, positiv
     matrix.add_argument("--seed", type=seed_int, default=0, help="campaign seed (default 0)")
     matrix.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1, help="worker processes per campaign")
     matrix.add_argument("--timeout", type=parse_duration, metavar="DURATION", help="per-case limit (default 30s)")
-    matrix.add_argument("--out", default=DEFAULT_MATRIX_OUT, help=f"output folder (default {DEFAULT_MATRIX_OUT})")
+    matrix.add_argument("--out", type=output_directory, default=DEFAULT_MATRIX_OUT, help=f"output folder (default {DEFAULT_MATRIX_OUT})")
     matrix.add_argument("--force", action="store_true", help="replace a matrix of other settings in --out")
     matrix.add_argument("--prune", action="store_true", help="remove the cached environments this matrix did not use")
-    matrix.add_argument("--known", default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger to name known root causes from (default {DEFAULT_LEDGER})")
+    matrix.add_argument("--known", type=output_file, default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger to name known root causes from (default {DEFAULT_LEDGER})")
     matrix.add_argument("--format", choices=FORMATS, default="md")
     matrix.set_defaults(func=cmd_matrix)
 
@@ -307,10 +330,11 @@ def add_version_parsers(sub: argparse._SubParsersAction, parse_duration, positiv
         "`layoutfuzz bisect CASE --kernels OUT` there: no Triton of those versions is needed on it.")
     kernels.add_argument("--triton", metavar="VERSIONS", help="releases to compile with, each in its cached environment")
     kernels.add_argument("--targets", metavar="NAMES", help="GPU targets whose cases to compile (with --cases)")
-    kernels.add_argument("--cases", type=positive_int, help="cases per target (indices 0..N-1 of --seed)")
+    kernels.add_argument("--cases", type=kernel_cases, help=f"cases per target (indices 0..N-1 of --seed; at most "
+                         f"{MAX_KERNEL_CASES:,})")
     kernels.add_argument("--seed", type=seed_int, default=0, help="campaign seed (default 0)")
     kernels.add_argument("--case", action="append", metavar="FILE", help="a case or report file to compile (repeatable)")
-    kernels.add_argument("--out", default="layoutfuzz-kernels", help="output folder (default layoutfuzz-kernels)")
+    kernels.add_argument("--out", type=output_directory, default="layoutfuzz-kernels", help="output folder (default layoutfuzz-kernels)")
     kernels.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1, help="compiles at once")
     kernels.add_argument("--timeout", type=parse_duration, default=300.0, metavar="DURATION", help="per compile (300s)")
     kernels.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
@@ -332,6 +356,6 @@ def add_version_parsers(sub: argparse._SubParsersAction, parse_duration, positiv
     bis.add_argument("--timeout", type=parse_duration, default=120.0, metavar="DURATION", help="per replay (120s)")
     bis.add_argument("--out", default="layoutfuzz-out", help="campaign folder to find a BUCKET's report in")
     bis.add_argument("--root", default="nightly", help="nightly root to find a BUCKET's reproducer in")
-    bis.add_argument("--known", default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger (default {DEFAULT_LEDGER})")
+    bis.add_argument("--known", type=output_file, default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger (default {DEFAULT_LEDGER})")
     bis.add_argument("--no-record", dest="record", action="store_false", help="do not write the range into the ledger")
     bis.set_defaults(func=cmd_bisect)

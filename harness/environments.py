@@ -189,9 +189,11 @@ def for_wheel(wheel: str | Path) -> TritonEnvironment:
 
 def for_python(python: str | Path) -> TritonEnvironment:
     """The user's own interpreter, which has Triton and layoutfuzz's requirements installed."""
-    path = Path(shutil.which(str(python)) or python).expanduser()
+    path = Path(shutil.which(str(python)) or python).expanduser().absolute()
     if not path.exists():
         raise EnvironmentFailure(f"no interpreter at {python}")
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise EnvironmentFailure(f"{python} is not an executable interpreter")
     version = probe(path)
     return TritonEnvironment(f"{version} ({path})", path, version)
 
@@ -208,6 +210,11 @@ def kernel_folders(root: str | Path, versions: list[str] | None = None) -> list[
     """The per-version folders of prebuilt kernels under ``root`` (those of ``versions`` if given), oldest first."""
     root = Path(root)
     found = {p.name.removeprefix("triton-"): p for p in root.glob("triton-*") if p.is_dir()} if root.is_dir() else {}
+    for version, folder in found.items():  # a folder another tool (or a typo) made: named, not a traceback
+        try:
+            parse_version(version)
+        except ValueError as exc:
+            raise EnvironmentFailure(f"{folder} is not a folder of prebuilt kernels, triton-VERSION: {exc}") from None
     if not found:
         raise EnvironmentFailure(f"no prebuilt kernels in {root} (make them with `layoutfuzz kernels --triton ... --out {root}`)")
     if versions is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from functools import cache
 from importlib.metadata import entry_points
 
@@ -53,6 +54,17 @@ class TargetNotFound(LookupError):
     """No target of that name or spec."""
 
 
+SPEC = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*:[^\W\d]\w*(?:\[.*\])?", re.DOTALL)  # module.path:attr[ARGUMENT]
+
+
+def check_spec(spec: str) -> str:
+    """``spec`` if it is a well-formed ``module:attr`` (a dotted absolute module path, an attribute name, an optional
+    ``[ARGUMENT]``), else TargetNotFound saying so: nothing malformed reaches the import machinery."""
+    if not SPEC.fullmatch(spec):
+        raise TargetNotFound(f"bad target {spec!r}: expected MODULE:ATTR, e.g. mypackage.targets:MyTarget")
+    return spec
+
+
 def available_specs() -> dict[str, str]:
     """Target name -> ``module:attr``, built-ins first, then installed plug-ins."""
     specs = dict(BUILTIN)
@@ -86,7 +98,7 @@ _loaded: dict[str, Target] = {}
 
 def load(name_or_spec: str) -> Target:
     """The target object behind a name or ``module:attr`` spec (a class is instantiated)."""
-    spec = resolve(name_or_spec)
+    spec = check_spec(resolve(name_or_spec))
     if spec not in _loaded:
         module_name, _, attr = spec.partition(":")
         attr, bracket, argument = attr.partition("[")  # module:Class[ARGUMENT]: the class called with ARGUMENT
