@@ -32,6 +32,8 @@ from layoutfuzz.harness.cli_triage import (
     cmd_diff,
     cmd_nightly,
     diff_summary,
+    diff_view,
+    write_buckets_file,
 )
 from layoutfuzz.harness.cli_versions import add_version_parsers
 from layoutfuzz.harness.runner import Shard
@@ -41,6 +43,7 @@ from layoutfuzz.reports.ledger import DEFAULT_LEDGER
 from layoutfuzz.reports.schema import MAX_INT  # what SQLite stores as an INTEGER
 from layoutfuzz.reports.store import write_atomically
 from layoutfuzz.reports.tables import FORMATS, for_terminal, pass_rate_table, render
+from layoutfuzz.reports.terminal import root_causes, show
 
 
 def parse_duration(text: str) -> float:
@@ -121,13 +124,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(for_terminal(campaign.table, args.format))
     if campaign.side_by_side is not None and not campaign.side_by_side.empty:
         print("\nSystems side by side (the same cases; side-by-side.md):")
-        print(render(campaign.side_by_side, args.format))
+        print(show(campaign.side_by_side, args.format))
     buckets = campaign.buckets
     if not buckets.empty:
         print(f"\n{len(buckets)} distinct problem(s) in {int(buckets['cases'].sum())} cases, one per root cause "
               f"(buckets.md; known ones from {DEFAULT_LEDGER}):")
         causes = campaign_root_causes(campaign.directory, DEFAULT_LEDGER)
-        print(render(causes.drop(columns=["evidence", "reproducer"]), args.format))
+        write_buckets_file(campaign.directory, causes, buckets)
+        print(root_causes(causes.drop(columns=["evidence", "reproducer"]), args.format, str(campaign.directory / "buckets.md")))
     new_buckets, known = 0, None
     if args.baseline:
         changes = diff_buckets(open_store(args.baseline).frame(), open_store(campaign.directory).frame())
@@ -135,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         known = set(changes.loc[changes["status"] != "new", "bucket"])
         print(f"\nagainst {args.baseline}: {diff_summary(changes)}")
         if not changes.empty:
-            print(render(changes, args.format))
+            print(diff_view(changes, args.format))
     if args.junit:
         write_atomically(Path(args.junit), junit_xml(campaign.table, buckets, known, f"layoutfuzz {campaign.directory}"))
     print(f"\n{campaign.summary()}", file=sys.stderr)
@@ -169,9 +173,9 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def write_html(directory: Path, root_causes: pd.DataFrame | None = None, table: pd.DataFrame | None = None) -> Path:
-    """``DIR/report.html``: the pass-rate table (``table`` where the campaign has just computed it: counting is a
-    scan of every row), then each root cause with its status, attribution and a picture of its reduced case, in
-    one offline page."""
+    """``DIR/report.html``: each root cause with its status, attribution and a picture of its reduced case, then
+    the pass-rate table folded (``table`` where the campaign has just computed it: counting is a scan of every
+    row), in one offline page."""
     from layoutfuzz.reports.pictures import html_report
 
     store = open_store(directory)
@@ -365,6 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
     nightly.add_argument("--known", type=output_file, default=DEFAULT_LEDGER, metavar="FILE",
                          help=f"the ledger of known problems (default {DEFAULT_LEDGER}; absent: none)")
     nightly.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    nightly.add_argument("--verbose", "-v", action="store_true",
+                         help="also print the per-family pass-rate table and every root cause (always in ROOT/DATE's files)")
     nightly.set_defaults(func=cmd_nightly)
 
     rep = sub.add_parser("reproduce", help="re-run one case and show expected vs observed",

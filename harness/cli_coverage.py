@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
 
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.campaign import UsageError, load_target
+from layoutfuzz.harness.campaign import DEFAULT_OUT, UsageError, load_target
 from layoutfuzz.harness.coverage import measure, pair_coverage, pair_table, value_table
+from layoutfuzz.reports.store import write_atomically
 from layoutfuzz.reports.tables import FORMATS, render
+from layoutfuzz.reports.terminal import show
 
 DEFAULT_CASES = 10_000
 
@@ -17,7 +22,7 @@ DEFAULT_CASES = 10_000
 def cmd_coverage(args: argparse.Namespace) -> int:
     names = [n.strip() for n in (args.targets or "").split(",") if n.strip()] or sorted(registry.available_specs())
     targets = [load_target(name) for name in names]
-    undeclared = []
+    undeclared, sections = [], []
     for target in targets:
         space = target.parameter_space()
         if space is None:
@@ -28,20 +33,40 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         values, pairs = value_table(space, coverage), pair_table(space, coverage)
         drawn, legal = pair_coverage(pairs)
         full = int((values["coverage %"] == 100).sum())
-        print(f"## {target.name}: {args.cases} cases (seed {args.seed})\n")
-        print(f"{full} of {len(values)} parameters drew every wanted value; pairs of values drawn together: {drawn} of "
-              f"{legal} ({100 * drawn / max(legal, 1):.1f} %)\n")
-        print(render(values, args.format) + "\n")
-        if not args.all_pairs:
-            pairs = pairs[pairs["coverage %"] < 100]
-        if not pairs.empty:
-            print(render(pairs, args.format) + "\n")
+        head = (f"## {target.name}: {args.cases} cases (seed {args.seed})\n\n{full} of {len(values)} parameters drew every "
+                f"wanted value; pairs of values drawn together: {drawn} of {legal} ({100 * drawn / max(legal, 1):.1f} %)\n")
+        sections.append(f"{head}\n{render(values, 'md')}\n\n{render(pairs, 'md')}\n")
+        print(head)
+        print(_terminal_view(values, pairs, args.format, args.all_pairs))
     if undeclared:
         print(f"declare no parameter space yet: {', '.join(undeclared)}", file=sys.stderr)
         if len(undeclared) == len(targets):
             verb = "declares" if len(undeclared) == 1 else "declare"
             raise UsageError(f"no parameter space to report: {', '.join(undeclared)} {verb} none (Target.parameter_space)")
+    path = Path(args.out) / "coverage.md"
+    write_atomically(path, "\n".join(sections))
+    print(f"every parameter and pair of parameters: {path}", file=sys.stderr)
     return 0
+
+
+def informative(values: pd.DataFrame, pairs: pd.DataFrame, all_pairs: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What a terminal shows of a target's coverage: the parameters that missed, excluded or overshot a value, and
+    the pairs of parameters with legal pairs not all drawn together (all pairs that have legal pairs with ``all_pairs``)."""
+    missed = values[(values["coverage %"] < 100) | (values["excluded (why)"] != "-") | (values["drawn outside the legal range"] != "-")]
+    legal = pairs[pairs["legal pairs"] > 0]
+    return missed, legal if all_pairs else legal[legal["coverage %"] < 100]
+
+
+def _terminal_view(values: pd.DataFrame, pairs: pd.DataFrame, fmt: str, all_pairs: bool) -> str:
+    """The value and pair tables in full (CSV, HTML), or in Markdown only what informs, cut to a terminal's width."""
+    if fmt != "md":
+        shown = pairs if all_pairs else pairs[pairs["coverage %"] < 100]
+        return render(values, fmt) + "\n" + (f"\n{render(shown, fmt)}\n" if not shown.empty else "")
+    values, pairs = informative(values, pairs, all_pairs)
+    columns = [c for c in values.columns if c != "legal range from" and (c != "drawn outside the legal range" or (values[c] != "-").any())]
+    parts = [show(values[columns], fmt, keep=["parameter"]) if not values.empty else "every parameter drew every legal value"]
+    parts.append(show(pairs, fmt, keep=["parameters"]) if not pairs.empty else "every legal pair of values was drawn")
+    return "\n\n".join(parts) + "\n"
 
 
 def add_coverage_parser(sub: argparse._SubParsersAction, case_count: Callable[[str], int], seed_int: Callable[[str], int]) -> None:
@@ -57,5 +82,7 @@ def add_coverage_parser(sub: argparse._SubParsersAction, case_count: Callable[[s
                           help=f"cases per target, indices 0..N-1 as a campaign draws them (default {DEFAULT_CASES})")
     coverage.add_argument("--seed", type=seed_int, default=0, help="campaign seed (default 0)")
     coverage.add_argument("--all-pairs", action="store_true", help="also list the pairs of parameters fully covered")
+    coverage.add_argument("--out", default=DEFAULT_OUT,
+                          help=f"where OUT/coverage.md, with every parameter and pair in full, goes (default {DEFAULT_OUT})")
     coverage.add_argument("--format", choices=FORMATS, default="md")
     coverage.set_defaults(func=cmd_coverage)

@@ -22,6 +22,7 @@ from layoutfuzz.reports.buckets import DIFF_STATUSES, bucket_table, diff_buckets
 from layoutfuzz.reports.junit import junit_xml
 from layoutfuzz.reports.store import DB_NAME, write_atomically
 from layoutfuzz.reports.tables import for_terminal, render
+from layoutfuzz.reports.terminal import night_report, root_causes, show
 from layoutfuzz.reports.triage import FAILING, Triage, TriageError, night_replays
 
 
@@ -69,15 +70,13 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     print(f"layoutfuzz nightly: {out} (root {args.root}, ledger {args.known})", file=sys.stderr)
     result = run_night(args, night, out, run_args)
     campaign, table = result.campaign, result.verdicts
-    print(for_terminal(campaign.table, "md"))
     failing = result.failing
-    if not table.empty:
-        counts = table["status"].str.split(":").str[0].value_counts()
-        print(f"\n{len(table)} root cause(s): " + ", ".join(f"{int(n)} {s}" for s, n in counts.items()))
-        print(render(table.drop(columns=["evidence", "reproducer"]), "md"))
-    for row in failing.itertuples():
-        print(f"{row.status.upper()}: {row.target} {row.outcome}: {row.signature}\n  attribution: {row.attribution}"
-              f"\n  replay: {row.replay}", file=sys.stderr)
+    print(night_report(night, campaign.table, table, failing, str(out)))
+    if args.verbose:
+        print(f"\n{for_terminal(campaign.table, 'md')}")
+        if not table.empty:
+            print(f"\n{root_causes(table.drop(columns=['evidence', 'reproducer']), 'md', str(out / 'root-causes.md'))}")
+    write_buckets_file(out, table, campaign.buckets)
     known = set(campaign.buckets["bucket"]) - set(failing["bucket"])
     write_atomically(out / "junit.xml", junit_xml(campaign.table, campaign.buckets, known, f"layoutfuzz nightly {night}"))
     record_night(Path(args.root), out.name, campaign.table)
@@ -134,13 +133,24 @@ def campaign_root_causes(directory: Path, known_path: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def write_buckets_file(directory: Path, causes: pd.DataFrame, buckets: pd.DataFrame) -> Path:
+    """``DIR/buckets.md``: every column of the root causes a terminal shows cut down (status, replay command,
+    evidence, ...) and each bucket's representative case."""
+    table = causes.copy()
+    if not table.empty and not buckets.empty:
+        table["representative"] = table["bucket"].map(dict(zip(buckets["bucket"], buckets["representative"])))
+    path = Path(directory) / "buckets.md"
+    write_atomically(path, render(table, "md") + "\n")
+    return path
+
+
 def cmd_buckets(args: argparse.Namespace) -> int:
     table = campaign_root_causes(Path(args.out), args.known)
     if table.empty:
         print("no problems: every case passed (or was unsupported)", file=sys.stderr)
         return 0
     shown = table if args.format == "csv" else table.drop(columns=["evidence"], errors="ignore")  # the key stays: `known add` takes it
-    print(render(shown, args.format))
+    print(root_causes(shown, args.format, "`layoutfuzz buckets --format csv`"))
     print(f"{len(table)} root cause(s) in {int(table['cases'].sum())} cases", file=sys.stderr)
     return 0
 
@@ -148,9 +158,16 @@ def cmd_buckets(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     changes = diff_buckets(open_store(args.baseline).frame(), open_store(args.new).frame(), night_replays(args.new))
     if not changes.empty:
-        print(render(changes, args.format))
+        print(diff_view(changes, args.format))
     print(diff_summary(changes), file=sys.stderr)
     return 1 if (changes["status"] == "new").any() else 0
+
+
+def diff_view(changes: pd.DataFrame, fmt: str) -> str:
+    """Two campaigns' buckets as a terminal shows them (families and representatives go first where the
+    line is too long; ``--format csv`` has every column)."""
+    columns = ["status", "bucket", "target", "outcome", "baseline cases", "new cases", "signature", "families", "representative"]
+    return show(changes if fmt != "md" else changes[columns], fmt, drop=["families", "representative"], keep=columns[:4])
 
 
 def diff_summary(changes: pd.DataFrame) -> str:
@@ -224,7 +241,12 @@ def cmd_known_list(args: argparse.Namespace) -> int:
                      "first seen": f"{h.first_night} ({h.first_version})" if h is not None else "",
                      "last seen": f"{h.last_night} ({h.last_version})" if h is not None else "",
                      "last verdict": h.status if h is not None else ""})
-    print(render(pd.DataFrame(rows), args.format))
+    columns = ["bucket", "status", "target", "title", "last seen", "last verdict", "outcome", "signature", "attribution",
+               "first seen", "link"]  # the ledger has every field in full; so has --format csv
+    listed = pd.DataFrame(rows)
+    if args.format == "md":  # no history: no first or last seen, no verdict
+        listed = listed[[c for c in columns if (listed[c] != "").any() or c in columns[:4]]]
+    print(show(listed, args.format, drop=[*columns[6:][::-1], "last verdict"], keep=columns[:3]))
     return 0
 
 

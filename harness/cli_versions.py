@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from layoutfuzz.gpu.prebuilt import folder_version
 from layoutfuzz.harness import environments, trust
 from layoutfuzz.harness.bisect import bisect, kernels_refusal, replay
@@ -34,7 +36,8 @@ from layoutfuzz.reports import ledger as ledger_file
 from layoutfuzz.reports import schema
 from layoutfuzz.reports.ledger import DEFAULT_LEDGER
 from layoutfuzz.reports.store import write_atomically
-from layoutfuzz.reports.tables import FORMATS, for_terminal, render
+from layoutfuzz.reports.tables import FORMATS
+from layoutfuzz.reports.terminal import pass_rate_view, show
 
 DEFAULT_MATRIX_OUT = "layoutfuzz-matrix"
 MAX_KERNEL_CASES = 100_000  # cases per target `kernels` compiles: about a day of compiles on 16 cores
@@ -60,6 +63,15 @@ def _environments(args: argparse.Namespace) -> list[TritonEnvironment]:
     if len(set(labels)) != len(labels):
         raise UsageError(f"a version is given twice: {', '.join(labels)}")
     return envs
+
+
+def matrix_view(rates: pd.DataFrame, grid: pd.DataFrame, fmt: str) -> str:
+    """The pass rates and root causes per version as a terminal shows them (in Markdown: the case counts,
+    the ledger's titles and the version spans go first where a line is too long; matrix.md has them all)."""
+    cases = [c for c in rates.columns if str(c).startswith("cases ")]
+    shown = grid.drop(columns=["bucket"]) if not grid.empty else grid
+    causes = show(shown, fmt, drop=["known as", "versions"]) if not grid.empty else "no root causes: every case passed under every version"
+    return f"{pass_rate_view(rates, fmt, drop=cases)}\n\n{causes}"
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
@@ -105,10 +117,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
               + (f"{args.cases} cases" if args.cases else f"budget {args.budget:g} s") + " per target and version\n\n"
               + "\n".join(f"- Triton {r.label}: {r.environment.triton}, {r.environment.python}, store {r.directory}" for r in runs))
     written = write_matrix(out, rates, grid, header)
-    print(for_terminal(rates, args.format))
-    print()
-    shown = grid.drop(columns=["bucket"]) if not grid.empty else grid
-    print(render(shown, args.format) if not grid.empty else "no root causes: every case passed under every version")
+    print(matrix_view(rates, grid, args.format))
     print(f"\n{len(runs)} version(s) in {time.monotonic() - started:.0f} s; {written}", file=sys.stderr)
     return 0
 

@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import re
+import textwrap
 from html import escape
 from math import prod
 from pathlib import Path
@@ -17,6 +18,8 @@ import numpy as np
 from layoutfuzz.reports import schema
 
 CELL = 16  # bytes per cell, as in PTX 5.5.7's figures
+WRAP = 120  # characters of a value per row of the values picture
+MAX_WRAPPED = 40  # rows a value takes in the picture at most (the page shows the rest)
 
 
 def _plt():
@@ -118,16 +121,30 @@ def _holder_figure(report: dict[str, Any]):
     return fig
 
 
+def value_rows(report: dict[str, Any], width: int = WRAP) -> list[list[str]]:
+    """The values picture's rows: expected, observed and each first mismatch, wrapped at ``width`` characters
+    (never cut) over as many rows as they take, up to ``MAX_WRAPPED`` rows each (the page has them in full)."""
+    rows = []
+    texts = [("expected", json.dumps(report.get("expected"))), ("observed", json.dumps(report.get("observed")))]
+    for label, text in texts + [("mismatch", line) for line in report.get("first_mismatches", [])]:
+        chunks = [text[i:i + width] for i in range(0, len(text), width)] or [""]
+        if len(chunks) > MAX_WRAPPED:
+            chunks = chunks[:MAX_WRAPPED - 1] + [f"... {len(text) - (MAX_WRAPPED - 1) * width} more characters (in full below)"]
+        rows += [[label if i == 0 else "", chunk] for i, chunk in enumerate(chunks)]
+    return rows
+
+
 def _values_figure(report: dict[str, Any]):
     plt = _plt()
-    rows = [["expected", json.dumps(report.get("expected"))[:110]], ["observed", json.dumps(report.get("observed"))[:110]]]
-    rows += [["mismatch", line[:110]] for line in report.get("first_mismatches", [])[:4]]
-    fig, ax = plt.subplots(figsize=(8, 0.7 + 0.3 * len(rows)))
+    rows = value_rows(report)
+    fig, ax = plt.subplots(figsize=(11, 0.9 + 0.22 * len(rows)))
     ax.axis("off")
-    table = ax.table(cellText=rows, loc="center", cellLoc="left", colWidths=[0.12, 0.88])
+    table = ax.table(cellText=rows, loc="center", cellLoc="left", colWidths=[0.09, 0.91])
     table.auto_set_font_size(False)
-    table.set_fontsize(8)
-    ax.set_title(f"{report['case_id']}: {report['outcome']} ({report.get('signature') or report.get('detail', '')[:60]})", fontsize=9)
+    table.set_fontsize(7)
+    why = report.get("signature") or next(iter(str(report.get("detail") or "").splitlines()), "")
+    title = textwrap.fill(f"{report['case_id']}: {report['outcome']} ({why})", 140)
+    ax.set_title(title, fontsize=9)
     return fig
 
 
@@ -244,17 +261,23 @@ def picture(report: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
+def _values_in_full(view: dict[str, Any]) -> str:
+    """Expected, observed and the first mismatches as text, folded under the picture."""
+    text = "\n".join([f"expected: {json.dumps(view.get('expected'))}", f"observed: {json.dumps(view.get('observed'))}",
+                      *(f"mismatch: {line}" for line in view.get("first_mismatches", []))])
+    return f"<details><summary>expected and observed in full</summary><pre class='values'>{escape(text)}</pre></details>"
+
+
 def html_report(directory: Path, table_html: str, root_causes, reports: dict[str, str], title: str) -> str:
-    """One self-contained page: the pass-rate table, then each root cause (status, attribution, count,
-    families, first and last seen, replay command) with a picture of its reduced case; ``reports``:
-    bucket -> its representative's report, relative to ``directory``."""
+    """One self-contained page: each root cause (status, attribution, count, families, first and last seen,
+    replay command) with a picture of its reduced case and its values in full, then the pass-rate table folded;
+    ``reports``: bucket -> its representative's report, relative to ``directory``."""
     parts = [f"<!doctype html><meta charset='utf-8'><title>{escape(title)}</title>",
              "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
              "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%;border:1px solid #ddd}"
              "pre{white-space:pre-wrap;font-size:11px;background:#f6f6f6;padding:6px}"
              ".new,.regressed{color:#b00}.fixed{color:#070}</style>",
-             f"<h1>{escape(title)}</h1><h2>Pass rates</h2>{table_html}",
-             f"<h2>{len(root_causes)} root cause(s)</h2>"]
+             f"<h1>{escape(title)}</h1>", f"<h2>{len(root_causes)} root cause(s)</h2>"]
     for row in root_causes.to_dict("records"):
         status = str(row.get("status", ""))
         seen = "".join(f"<br>{escape(k)}: {escape(str(row[k]))}" for k in ("first seen", "last seen", "fixed in") if row.get(k))
@@ -272,5 +295,7 @@ def html_report(directory: Path, table_html: str, root_causes, reports: dict[str
             parts.append(f"<pre>{escape(view.get('detail', '')[-3000:])}</pre>")
         else:
             png = base64.b64encode(picture(view)).decode()
-            parts.append(f"<img alt='{escape(row['bucket'])}' src='data:image/png;base64,{png}'>")
+            parts.append(f"<img alt='{escape(row['bucket'])}' src='data:image/png;base64,{png}'>{_values_in_full(view)}")
+    rows = table_html.count("<tr") - 1  # less the header's
+    parts.append(f"<h2>Pass rates</h2><details><summary>{rows} row(s): per target and family</summary>{table_html}</details>")
     return "\n".join(parts) + "\n"

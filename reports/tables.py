@@ -72,13 +72,18 @@ def render(table: pd.DataFrame, fmt: str) -> str:
 def for_terminal(table: pd.DataFrame, fmt: str) -> str:
     """The pass-rate table as a terminal shows it: the outcome counts for every target, then each
     target's own metric columns (PTX counts, ...) in a table of its own, so no line carries columns
-    that only one target fills. Files (``write_tables``) keep the whole table."""
+    that only one target fills; in Markdown cut to a terminal's width (``terminal.pass_rate_view``). Files
+    (``write_tables``) and ``--format csv``/``html`` keep the whole table."""
+    from layoutfuzz.reports.terminal import pass_rate_view
+
+    if fmt != "md":
+        return render(table, fmt)
     metrics = [c for c in table.columns if str(c).startswith("mean ")]
-    parts = [render(table.drop(columns=metrics), fmt)]
+    parts = [pass_rate_view(table.drop(columns=metrics), fmt)]
     for target, rows in table.groupby("target", sort=True) if metrics else ():
         own = [c for c in metrics if rows[c].notna().any()]
         if own:
-            parts.append(f"\n{target}: per-case metrics (means)\n" + render(rows[["target", "family", *own]], fmt))
+            parts.append(f"\n{target}: per-case metrics (means)\n" + pass_rate_view(rows[["target", "family", *own]], fmt))
     return "\n".join(parts)
 
 

@@ -32,10 +32,14 @@ def ledgered_run(tmp_path: Path, targets: str, cases: int) -> tuple[subprocess.C
     """``layoutfuzz run`` of ``targets`` with the repository's ledger (``run`` reads it from its directory): the run,
     its pass-rate rows (cells stripped) and its root-cause lines that are not known problems."""
     shutil.copy(Path(__file__).parents[1] / "layoutfuzz-known.toml", tmp_path)
+    import pandas as pd
+
     done = layoutfuzz("run", "--targets", targets, "--cases", str(cases), "--jobs", "2", "--out", "out", cwd=tmp_path)
-    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in done.stdout.splitlines() if line.startswith("| ")]
-    rows = [r for r in cells if len(r) >= 10 and r[0] in targets.split(",")]  # the pass-rate table
-    causes = [line for line in done.stdout.splitlines() if line.startswith("| ") and ("| diverge" in line or "| error " in line)]
+    out = tmp_path / "out"  # the whole tables: a terminal shows them cut to its width
+    table = pd.read_csv(out / "table.csv", dtype=str).fillna("-") if (out / "table.csv").exists() else pd.DataFrame()
+    rows = [list(r) for r in table.itertuples(index=False) if len(r) >= 10 and r[0] in targets.split(",")]
+    lines = (out / "buckets.md").read_text().splitlines()[2:] if (out / "buckets.md").exists() else []  # with statuses
+    causes = [line for line in lines if "| diverge" in line or "| error " in line]
     return done, rows, [line for line in causes if not line.startswith("| known")]
 
 

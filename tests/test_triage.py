@@ -111,14 +111,14 @@ def _statuses(tmp_path, date) -> dict[str, str]:
 @pytest.mark.slow
 def test_nights_stay_quiet_until_something_new_and_call_fixed_only_what_replays_clean(tmp_path):
     first = _night(tmp_path, "2026-02-01")
-    assert first.returncode == 1 and "NEW: test.planted diverge: register bit 2 dropped" in first.stderr, first.stderr
+    assert first.returncode == 1 and "NEW: test.planted diverge: register bit 2 dropped" in first.stdout, first.stderr
     for date in ("2026-02-02", "2026-02-03"):  # another sample, the same root cause: quiet
         again = _night(tmp_path, date)
         assert again.returncode == 0, again.stdout + again.stderr
         assert _statuses(tmp_path, date) == {"register bit 2 dropped": "persisting"}
     planted = _night(tmp_path, "2026-02-04", env={"PLANTED_NEW": "1"})
     assert planted.returncode == 1
-    news = [line for line in planted.stderr.splitlines() if line.startswith("NEW:")]
+    news = [line for line in planted.stdout.splitlines() if line.startswith("NEW:")]
     assert len(news) == 1 and "crash" in news[0] and "SIGABRT" in news[0]  # exactly the planted root cause
     fixed = _night(tmp_path, "2026-02-05", env={"PLANTED_FIX_A": "1"})
     assert fixed.returncode == 0 and _statuses(tmp_path, "2026-02-05")["register bit 2 dropped"] == "fixed"
