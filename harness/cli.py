@@ -43,7 +43,7 @@ from layoutfuzz.reports.ledger import DEFAULT_LEDGER
 from layoutfuzz.reports.schema import MAX_INT  # what SQLite stores as an INTEGER
 from layoutfuzz.reports.store import write_atomically
 from layoutfuzz.reports.tables import FORMATS, for_terminal, pass_rate_table, render
-from layoutfuzz.reports.terminal import root_causes, show
+from layoutfuzz.reports.terminal import history_view, root_causes, show
 
 
 def parse_duration(text: str) -> float:
@@ -165,7 +165,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise UsageError(f"{Path(args.root) / HISTORY} is not a layoutfuzz history database: {exc}") from None
     if table.empty:
         raise UsageError(f"no nights recorded in {Path(args.root) / HISTORY}: run `layoutfuzz nightly --root {args.root}`")
-    print(render(table, args.format))
+    print(history_view(table, args.format))
     return 0
 
 

@@ -173,3 +173,14 @@ def night_report(night: str, table: pd.DataFrame, verdicts: pd.DataFrame, failin
     lines += ["", show(per_target(table, verdicts), "md"), ""]
     lines.append(clip(f"per family and per root cause: {out}/ (table.md, root-causes.md, report.html) or --verbose", WIDTH))
     return "\n".join(lines)
+
+
+def history_view(table: pd.DataFrame, fmt: str) -> str:
+    """Pass rates over time for a terminal: the newest nights that fit (targets and families first, each
+    family under its target), and how many older nights ``--format csv`` adds."""
+    if fmt != "md":
+        return render(table, fmt)
+    nights = [c for c in table.columns if c not in ("target", "family")]
+    shown = pass_rate_view(table, fmt, drop=nights[:-1])
+    older = len(nights) - (len(shown.splitlines()[0].split("|")) - 3)
+    return shown + (f"\n{older} older night(s): --format csv" if older > 0 else "")

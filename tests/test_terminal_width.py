@@ -167,3 +167,14 @@ def test_a_night_says_what_is_new_first_and_a_quiet_night_is_short(campaign):
     assert len(quiet.splitlines()) < 60 and "NEW" not in quiet, quiet
     families = pd.read_csv(home / "nights" / "2026-05-02" / "table.csv")
     assert len(families) > 60  # the per-family table is in the night's files
+
+
+def test_history_shows_the_newest_nights_that_fit(campaign, tmp_path):
+    from layoutfuzz.reports.history import record_night
+
+    table = pd.read_csv(campaign[0] / "out" / "table.csv")
+    for day in range(1, 31):
+        record_night(tmp_path, f"2026-06-{day:02d}", table)
+    code, printed = _main("history", "--root", str(tmp_path), "--families")
+    assert code == 0 and not _too_wide(printed), _too_wide(printed)
+    assert "2026-06-30" in printed and "2026-06-01" not in printed and "older night(s)" in printed
