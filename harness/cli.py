@@ -267,9 +267,9 @@ def cmd_targets(args: argparse.Namespace) -> int:
             rows.append((name, f"cannot load: {exc}", ""))
     width = max(len(r[0]) for r in rows)
     for name, status, description in rows:
-        print(f"{name:<{width}}  {status}")
+        print(indented(f"{name:<{width}}  {status}", width + 2))
         if description:
-            print(f"{'':<{width}}  {description}")
+            print(indented(f"{'':<{width}}  {description}", width + 2))
     return 0
 
 

@@ -184,3 +184,10 @@ def history_view(table: pd.DataFrame, fmt: str) -> str:
     shown = pass_rate_view(table, fmt, drop=nights[:-1])
     older = len(nights) - (len(shown.splitlines()[0].split("|")) - 3)
     return shown + (f"\n{older} older night(s): --format csv" if older > 0 else "")
+
+
+def indented(text: str, indent: int, width: int = WIDTH) -> str:
+    """``text`` wrapped at ``width`` columns, its continuation lines indented by ``indent`` spaces."""
+    import textwrap
+
+    return textwrap.fill(text, width, subsequent_indent=" " * indent, break_on_hyphens=False)

@@ -178,3 +178,8 @@ def test_history_shows_the_newest_nights_that_fit(campaign, tmp_path):
     code, printed = _main("history", "--root", str(tmp_path), "--families")
     assert code == 0 and not _too_wide(printed), _too_wide(printed)
     assert "2026-06-30" in printed and "2026-06-01" not in printed and "older night(s)" in printed
+
+
+def test_targets_wraps_long_descriptions():
+    code, printed = _main("targets")
+    assert code == 0 and "triton.layouts" in printed and not _too_wide(printed), _too_wide(printed)
