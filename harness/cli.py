@@ -43,7 +43,7 @@ from layoutfuzz.reports.ledger import DEFAULT_LEDGER
 from layoutfuzz.reports.schema import MAX_INT  # what SQLite stores as an INTEGER
 from layoutfuzz.reports.store import write_atomically
 from layoutfuzz.reports.tables import FORMATS, for_terminal, pass_rate_table, render
-from layoutfuzz.reports.terminal import history_view, root_causes, show
+from layoutfuzz.reports.terminal import history_view, indented, root_causes, show
 
 
 def parse_duration(text: str) -> float:
