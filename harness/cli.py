@@ -17,9 +17,9 @@ from layoutfuzz.harness.campaign import (
     DEFAULT_BUDGET_S,
     DEFAULT_OUT,
     DEFAULT_TARGETS,
+    CampaignSettings,
     UsageError,
     open_store,
-    resume_command,
     run_campaign,
 )
 from layoutfuzz.harness.cli_cases import cmd_reduce, cmd_reproduce
@@ -117,10 +117,47 @@ def shard_spec(text: str) -> Shard:
 # ---- run --------------------------------------------------------------------------------
 
 
+CAMPAIGN_FLAGS = {"targets": "--targets", "seed": "--seed", "shard": "--shard", "cases": "--cases",
+                  "sanitize": "--sanitize", "memory_limit": "--memory-limit", "force": "--force"}
+
+
+def settings_beside_resume(args: argparse.Namespace) -> list[str]:
+    """The options given with ``--resume`` that would change the campaign it continues (a resumed campaign runs
+    with its stored settings; ``--target MODULE:ATTR``, ``--budget``, ``--jobs`` and ``--timeout`` may be given)."""
+    if not getattr(args, "resume", False):
+        return []
+    return [flag for key, flag in CAMPAIGN_FLAGS.items() if getattr(args, key, None) not in (None, False)]
+
+
+def campaign_settings(args: argparse.Namespace) -> CampaignSettings:
+    """``run``'s options as the campaign's settings (built once, here)."""
+    beside = settings_beside_resume(args)
+    if beside:
+        raise UsageError(f"{', '.join(beside)} cannot change a resumed campaign (it runs with its stored settings): "
+                         f"drop {'them' if len(beside) > 1 else 'it'}, or start a new campaign with another --out")
+    named = [t.strip() for t in (args.targets or "").split(",") if t.strip()]
+    if args.targets is not None and not named:
+        raise UsageError(f"--targets {args.targets!r} names no target: give comma-separated names "
+                         "(see `layoutfuzz targets`)")
+    return CampaignSettings(
+        out=args.out, targets=(*named, *(args.target or ())), seed=args.seed, shard=args.shard, cases=args.cases,
+        budget=args.budget, jobs=args.jobs, timeout=args.timeout, memory_limit=args.memory_limit, batch=args.batch,
+        sanitize=args.sanitize, reduce=args.reduce, reduce_tries=args.reduce_tries, resume=args.resume,
+        force=args.force, quiet=args.quiet)
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command that continues the campaign ``args`` ran (``run``'s, or any command's ``--out``)."""
+    if args.func is cmd_run:
+        return campaign_settings(args).resume_command()
+    return f"layoutfuzz run --out {args.out} --resume"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    settings = campaign_settings(args)
     if args.baseline:  # a wrong baseline is an input error, found before the campaign runs
         open_store(args.baseline).close()
-    campaign = run_campaign(args)
+    campaign = run_campaign(settings)
     print(for_terminal(campaign.table, args.format))
     if campaign.side_by_side is not None and not campaign.side_by_side.empty:
         print("\nSystems side by side (the same cases; side-by-side.md):")
@@ -314,12 +351,12 @@ def build_parser() -> argparse.ArgumentParser:
                      "racecheck, initcheck, synccheck): an out-of-bounds access is a crash of the case that made it, "
                      "found by splitting batches; slow (a child process a batch; the per-case limit defaults to 10 minutes). A target "
                      "named NAME+memcheck is the same")
-    run.add_argument("--seed", type=seed_int, default=0, help="campaign seed; (seed, index) fixes each case (default 0)")
+    run.add_argument("--seed", type=seed_int, help="campaign seed; (seed, index) fixes each case (default 0)")
     run.add_argument("--cases", type=positive_int, help="cases per target (indices 0..N-1, split by --shard)")
     run.add_argument("--budget", type=parse_positive_duration, metavar="DURATION",
                      help=f"stop starting cases after this long, e.g. 60s, 5m (default {DEFAULT_BUDGET_S:g}s "
                      "unless --cases is given)")
-    run.add_argument("--shard", type=shard_spec, default=Shard(), metavar="I/N",
+    run.add_argument("--shard", type=shard_spec, metavar="I/N",
                      help="run only part I of N (1-based): case indices = I-1 mod N")
     run.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1,
                      help="worker processes (default: one per core)")
@@ -471,6 +508,10 @@ def main(argv: list[str] | None = None) -> int:
     ignore_file_size_signal()
     try:
         return args.func(args)
+    except KeyboardInterrupt:  # what was recorded is kept; a campaign says how to continue it
+        hint = f": continue with {resume_command(args)}" if args.func is cmd_run and getattr(args, "out", None) else ""
+        print(f"layoutfuzz: interrupted{hint}", file=sys.stderr)
+        return 130
     except (UsageError, UntrustedTarget, SchemaError, StoreError, TriageError, LedgerError) as exc:  # bad input, or data that is not what it claims
         print(f"layoutfuzz: error: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from layoutfuzz.harness.campaign import UsageError, campaign_targets, open_store, reduced_path, replay_command
+from layoutfuzz.harness.campaign import (
+    CampaignSettings,
+    UsageError,
+    campaign_targets,
+    holds_campaign,
+    open_store,
+    reduced_path,
+    replay_command,
+)
 from layoutfuzz.harness.cli_paths import directory_problem, output_file
 from layoutfuzz.harness.nightly import REPRODUCERS, root_cause_table, run_night
 from layoutfuzz.harness.target import PARTIES
@@ -63,10 +71,12 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     suffix = "" if args.shard.count == 1 else f"-shard{args.shard.index}of{args.shard.count}"
     out = Path(args.root) / f"{night}{suffix}"
     _check_root(Path(args.root), out)
-    run_args = argparse.Namespace(
-        targets=args.targets, target=None, seed=int(night.replace("-", "")), cases=None, budget=args.budget,
-        shard=args.shard, jobs=args.jobs, timeout=args.timeout, out=str(out), resume=(out / DB_NAME).exists(),
-        force=False, quiet=args.quiet, reduce=True, reduce_tries=args.reduce_tries)
+    resume = holds_campaign(out)  # the same night again continues it
+    run_args = CampaignSettings(
+        out=out, targets=() if resume else tuple(t.strip() for t in (args.targets or "").split(",") if t.strip()),
+        seed=None if resume else int(night.replace("-", "")), shard=None if resume else args.shard,
+        budget=args.budget, jobs=args.jobs, timeout=args.timeout, resume=resume, quiet=args.quiet, reduce=True,
+        reduce_tries=args.reduce_tries)
     print(f"layoutfuzz nightly: {out} (root {args.root}, ledger {args.known})", file=sys.stderr)
     result = run_night(args, night, out, run_args)
     campaign, table = result.campaign, result.verdicts

@@ -18,6 +18,7 @@ import pandas as pd
 from layoutfuzz.generators.case import Case
 from layoutfuzz.harness.campaign import (
     Campaign,
+    CampaignSettings,
     UsageError,
     load_target,
     replay_command,
@@ -163,7 +164,7 @@ def record_fixes(path: str | Path, known: Mapping[str, ledger_file.KnownProblem]
     return updated
 
 
-def run_night(args: argparse.Namespace, night: str, out: Path, run_args: argparse.Namespace) -> Night:
+def run_night(args: argparse.Namespace, night: str, out: Path, run_args: CampaignSettings) -> Night:
     """Replay, explore, reduce, judge; remember the verdicts and write the root-cause table."""
     root = Path(args.root)
     try:

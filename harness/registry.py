@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import re
 from functools import cache
@@ -89,7 +90,10 @@ def resolve(name_or_spec: str) -> str:
         return sanitized_spec(resolve(inner), tool)
     specs = available_specs()
     if name_or_spec not in specs:
-        raise TargetNotFound(f"unknown target {name_or_spec!r}; known: {', '.join(sorted(specs))} (or give module:attr)")
+        close = difflib.get_close_matches(name_or_spec, specs, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise TargetNotFound(f"unknown target {name_or_spec!r}; {hint}known: {', '.join(sorted(specs))} "
+                             "(or give module:attr)")
     return specs[name_or_spec]
 
 

@@ -72,7 +72,7 @@ REPORT = {
 
 CAMPAIGN = {  # the settings a campaign's store keeps (table `campaign`), read by --resume and the reading commands
     "type": "object",
-    "required": ["targets", "seed", "shard"],
+    "required": ["targets", "seed", "shard", "cases"],  # no "cases" would resume a bounded campaign as a budget one
     "additionalProperties": False,
     "properties": {
         "targets": {"type": "array", "minItems": 1, "maxItems": 200, "items": {"type": "string", "minLength": 1, "maxLength": 400}},

@@ -228,7 +228,7 @@ def test_a_huge_case_count_starts_at_once(tmp_path):
 
 
 def test_a_second_writer_of_a_campaign_is_refused_in_one_line(tmp_path):
-    # issue 19: two --resume runs duplicated work; a second --force deleted a running campaign's database
+    # two --resume runs duplicated work; a second --force deleted a running campaign's database
     first = subprocess.Popen([sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
                               "--budget", "20s", "--jobs", "1", "-q", "--out", "out"], cwd=tmp_path,
                              env=dict(os.environ, PYTHONPATH=PYTHONPATH), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -236,8 +236,8 @@ def test_a_second_writer_of_a_campaign_is_refused_in_one_line(tmp_path):
         deadline = time.monotonic() + 60
         while not (tmp_path / "out" / "layoutfuzz.sqlite").exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        for extra in (("--resume",), ("--force",)):
-            second = layoutfuzz("run", "--target", "tests.crashy_target:SlowTarget", "--cases", "3", "-q", "--out", "out",
+        for extra in (("--resume",), ("--force", "--cases", "3")):
+            second = layoutfuzz("run", "--target", "tests.crashy_target:SlowTarget", "-q", "--out", "out",
                                 *extra, cwd=tmp_path)
             assert second.returncode == 2 and "being written by another layoutfuzz (pid" in second.stderr, second.stderr
             assert second.stderr.count("\n") == 1
@@ -248,7 +248,7 @@ def test_a_second_writer_of_a_campaign_is_refused_in_one_line(tmp_path):
 
 
 def test_a_full_disk_is_one_line_and_the_store_stays_resumable(tmp_path, monkeypatch, capsys):
-    # issue 19: 7 of 7 disk-full trials ended with a raw traceback
+    # disk-full trials ended with a raw traceback
     import errno
 
     from layoutfuzz.harness import cli
