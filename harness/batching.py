@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.harness.target import Target
+from layoutfuzz.harness.target import Target, make_case
 
 GENERATE_FAILED = "generate"  # the family of a case whose target raised drawing it (an error with no params)
 BATCH_SECONDS = 0.1  # of work per batch the runner aims at by default (``Target.batch_seconds``): short enough that a deadline or Ctrl-C is not kept waiting
@@ -159,8 +159,6 @@ class ProgressFile:
 
 def cases_of(target: Target, seed: int, payload: Sequence[Any]) -> Iterator[tuple[int, Case | None, str, str]]:
     """(position, case, family, error) of each item: generated from its index, or read from its dict."""
-    from layoutfuzz.harness.runner import make_case  # the one definition of a case's params
-
     for k, item in enumerate(payload):
         case = Case.from_dict(item) if isinstance(item, dict) else Case(target.name, seed, item, {})
         try:

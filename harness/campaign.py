@@ -22,12 +22,15 @@ import pandas as pd
 from layoutfuzz.harness import registry, trust
 from layoutfuzz.harness.batching import StoredPasses
 from layoutfuzz.harness.health import Health
-from layoutfuzz.harness.runner import Result, Runner, Shard, make_case, run_cases, share
-from layoutfuzz.harness.target import OUTCOMES, Outcome, Target
+from layoutfuzz.harness.runner import Runner, Shard, run_cases, share
+from layoutfuzz.harness.target import Target, make_case
 from layoutfuzz.reports.buckets import PROBLEMS, bucket_table
-from layoutfuzz.reports.report import bounded, build_report, environment_versions, root_cause_and_bucket
+from layoutfuzz.reports.files import write_atomically
+from layoutfuzz.reports.outcome import OUTCOMES, Outcome, Result
+from layoutfuzz.reports.report import bounded, build_report, environment_versions
 from layoutfuzz.reports.side_by_side import model_groups, side_by_side
-from layoutfuzz.reports.store import DB_NAME, DirectoryLock, Store, StoreError, report_name, write_atomically
+from layoutfuzz.reports.signatures import root_cause_and_bucket
+from layoutfuzz.reports.store import DB_NAME, DirectoryLock, Store, StoreError, report_name
 from layoutfuzz.reports.tables import pass_rate_table, render, write_tables
 
 if TYPE_CHECKING:
@@ -287,7 +290,8 @@ class Recorder:
             if result.outcome is not Outcome.PASS and self.unsupported[bucket] <= UNSUPPORTED_REPORTS:
                 path = Path(self.store.directory, "reports", report_name(result.case))
                 spec = self.specs.get(result.case.target, result.case.target)
-                report = build_report(result, self.versions.get(result.case.target, {}), path, spec)
+                report = build_report(result, signature, bucket, self.versions.get(result.case.target, {}), spec,
+                                      replay_command(path, result.case.target, spec))
             rows.append((result, bucket, report, signature))
             self.counts[result.outcome.value] += 1
             self._check(result.case.target, result.outcome.value, signature)

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from layoutfuzz.generators.case import Case, canonical_json
-from layoutfuzz.harness.runner import Result, Runner
-from layoutfuzz.harness.signatures import root_cause
-from layoutfuzz.harness.target import Outcome, Target
+from layoutfuzz.harness.runner import Runner
+from layoutfuzz.harness.target import Target
+from layoutfuzz.reports.outcome import Outcome, Result
+from layoutfuzz.reports.signatures import root_cause
 
 FAILING = (Outcome.DIVERGE, Outcome.CRASH, Outcome.TIMEOUT, Outcome.ERROR)
 

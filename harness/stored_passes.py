@@ -15,16 +15,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.reports.outcome import result_of
+from layoutfuzz.reports.signatures import root_cause_and_bucket
+from layoutfuzz.reports.store import connect, insert_rows, outcome_row
 
 _connections: dict[str, sqlite3.Connection] = {}  # per worker process: made after the fork, kept between batches
 
 
 def store_passes(store_path: str, passes: Sequence[tuple[Case, str, dict[str, Any]]]) -> None:
     """Inserts (case, family, answer) passes into the store at ``store_path`` in one transaction."""
-    from layoutfuzz.harness.runner import result_of
-    from layoutfuzz.reports.report import root_cause_and_bucket
-    from layoutfuzz.reports.store import connect, insert_rows, outcome_row
-
     if store_path not in _connections:
         _connections[store_path] = connect(store_path)
     rows, templates = [], {}

@@ -8,31 +8,23 @@ provide the same attributes) and register it under the entry-point group
 
 from __future__ import annotations
 
-import enum
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.source import Source, source_for
 from layoutfuzz.generators.space import Space
 from layoutfuzz.harness.compare import Comparison, compare_values
+from layoutfuzz.reports.outcome import (  # noqa: F401  re-exported: moved to reports.outcome (Outcome: the public API)
+    OUTCOMES,
+    PARTIES,
+    Attribution,
+    Outcome,
+)
 
 MALFORMED = (ValueError, KeyError, TypeError, IndexError, AttributeError)  # what a ``validate`` of bad params raises
-
-
-class Outcome(enum.StrEnum):
-    """How one case ended."""
-
-    PASS = "pass"
-    DIVERGE = "diverge"  # the system under test disagrees with the oracle
-    CRASH = "crash"  # the system under test killed its process (abort, segfault, ...)
-    TIMEOUT = "timeout"  # the case ran past the per-case time limit
-    UNSUPPORTED = "unsupported"  # the target cannot run here (missing library, device, ...)
-    ERROR = "error"  # a bug of the harness, an oracle or a target wrapper
-
-
-OUTCOMES = tuple(o.value for o in Outcome)
 
 
 @dataclass(frozen=True)
@@ -41,22 +33,6 @@ class Availability:
 
     available: bool
     reason: str = ""
-
-
-PARTIES = ("system under test", "hardware", "specification", "harness")
-
-
-@dataclass(frozen=True)
-class Attribution:
-    """Who is responsible for a root cause: one of PARTIES, the layer within it (Triton's layout
-    library, its lowering, its TMA descriptor encoding, the TMA unit, ...), and the evidence."""
-
-    party: str
-    layer: str = ""
-    evidence: str = ""
-
-    def __str__(self) -> str:
-        return self.party + (f" ({self.layer})" if self.layer else "")
 
 
 class Unsupported(Exception):
@@ -156,6 +132,26 @@ class Target:
         """Smaller params of ``case`` in the target's own terms (drop a basis vector, halve a dimension,
         fewer warps, a narrower element...), each valid by construction; the reducer tries them first."""
         return iter(())
+
+
+def make_case(target: Target, seed: int, index: int) -> Case:
+    """Case ``index`` of ``target`` in the campaign with ``seed`` (deterministic)."""
+    params = target.generate(source_for(target.case_model or target.name, seed, index))
+    return Case(target.name, seed, index, params if target.plain_params or _plain(params) else json.loads(json.dumps(params)))
+
+
+_PLAIN_SCALARS = (str, int, bool, type(None))
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is already what its JSON reads back as (dicts of str keys, lists, str, int, bool, None: no tuple,
+    float or subclass), so that a case's params need no round trip through JSON to be their canonical form."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    return kind in _PLAIN_SCALARS
 
 
 def package_versions(*names: str) -> dict[str, str]:

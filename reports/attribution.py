@@ -4,8 +4,13 @@ own knowledge (a lower layer replayed, a documented hardware behaviour), else th
 
 from __future__ import annotations
 
-from layoutfuzz.harness.target import Attribution, Target
+from typing import TYPE_CHECKING
+
 from layoutfuzz.reports.ledger import KnownProblem
+from layoutfuzz.reports.outcome import Attribution
+
+if TYPE_CHECKING:  # a target's own knowledge is asked for; the reports import nothing of the harness
+    from layoutfuzz.harness.target import Target
 
 HARNESS = Attribution("harness", "layoutfuzz: an oracle, a target wrapper or the runner",
                       "an exception in layoutfuzz's own code (outcome error)")

@@ -6,15 +6,16 @@ ClusterFuzz and syzbot, which keep known problems out of "new")."""
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
-from layoutfuzz.harness.target import PARTIES
-from layoutfuzz.reports.report import bucket_of
-from layoutfuzz.reports.store import write_atomically
+from layoutfuzz.reports.files import write_atomically
+from layoutfuzz.reports.outcome import PARTIES
+from layoutfuzz.reports.signatures import bucket_of
 
 DEFAULT_LEDGER = "layoutfuzz-known.toml"
 STATUSES = ("unreported", "open upstream", "fixed upstream", "expected behaviour", "hardware behaviour", "specification",
@@ -34,7 +35,7 @@ class KnownProblem:
     signature: str
     title: str
     status: str = "unreported"
-    attribution: str = "system under test"  # one of harness.target.PARTIES
+    attribution: str = "system under test"  # one of reports.outcome.PARTIES
     layer: str = ""
     link: str = ""
     note: str = ""
@@ -44,17 +45,15 @@ class KnownProblem:
     bisected: str = ""  # the releases replayed and what each gave: '3.6.0 bad, 3.8.0 good, 3.9.0 good'
     masked: str = ""  # releases where another failure comes first, so this one cannot show: '3.6.0'
 
-    def present_in(self, version: str) -> bool | None:
+    def present_in(self, version: str, order: Callable[[str], Any]) -> bool | None:
         """Whether the problem is present in Triton ``version`` by its recorded range (None: no range, or
-        another failure masks it there)."""
-        from layoutfuzz.harness.triton_compat import parse_version
-
+        another failure masks it there); ``order`` makes a release comparable (``triton_compat.parse_version``)."""
         if not self.first_bad or version in [m.strip() for m in self.masked.split(",")]:
             return None
         low = self.first_bad.removeprefix("<=")
-        v = parse_version(version)
-        after_start = self.first_bad.startswith("<=") or v >= parse_version(low)
-        return after_start and (not self.first_good or v < parse_version(self.first_good))
+        v = order(version)
+        after_start = self.first_bad.startswith("<=") or v >= order(low)
+        return after_start and (not self.first_good or v < order(self.first_good))
 
     @property
     def bucket(self) -> str:

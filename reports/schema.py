@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from layoutfuzz.harness.target import OUTCOMES
+from layoutfuzz.reports.outcome import OUTCOMES
 
 REPORT_VERSION = 1  # the report schema this layoutfuzz writes and reads ("schema" in every report)
 MAX_FILE_BYTES = 64 << 20  # a report keeps bounded values (16 KiB each); a case file is its params

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from layoutfuzz.harness.target import OUTCOMES
-from layoutfuzz.reports.store import write_atomically
-
-FORMATS = ("md", "csv", "html")
+from layoutfuzz.reports.files import write_atomically
+from layoutfuzz.reports.formats import FORMATS, render
+from layoutfuzz.reports.outcome import OUTCOMES
+from layoutfuzz.reports.terminal import pass_rate_view
 
 
 def pass_rate_table(outcomes: pd.DataFrame, metrics: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -57,25 +57,11 @@ def _metric_means(outcomes: pd.DataFrame) -> pd.DataFrame | None:
     return pd.concat([by_family, by_target]).round(2)
 
 
-def render(table: pd.DataFrame, fmt: str) -> str:
-    """The table as Markdown, CSV or HTML."""
-    if fmt == "md":
-        return table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt=".2f", missingval="-")
-    if fmt == "csv":
-        return table.to_csv(index=False)
-    if fmt == "html":
-        table = table.rename_axis(columns=None)  # no stray header for the columns' name
-        return table.to_html(index=False, na_rep="-", float_format=lambda x: f"{x:.2f}")
-    raise ValueError(f"unknown table format {fmt!r}; formats: {', '.join(FORMATS)}")
-
-
 def for_terminal(table: pd.DataFrame, fmt: str) -> str:
     """The pass-rate table as a terminal shows it: the outcome counts for every target, then each
     target's own metric columns (PTX counts, ...) in a table of its own, so no line carries columns
     that only one target fills; in Markdown cut to a terminal's width (``terminal.pass_rate_view``). Files
     (``write_tables``) and ``--format csv``/``html`` keep the whole table."""
-    from layoutfuzz.reports.terminal import pass_rate_view
-
     if fmt != "md":
         return render(table, fmt)
     metrics = [c for c in table.columns if str(c).startswith("mean ")]

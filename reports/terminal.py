@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import pandas as pd
 
-from layoutfuzz.reports.tables import render
+from layoutfuzz.reports.formats import render
 
 WIDTH = 120  # columns a terminal line may take
 ELLIPSIS = "…"

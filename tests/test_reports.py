@@ -5,9 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.harness.runner import Result
-from layoutfuzz.harness.target import Outcome
-from layoutfuzz.reports.report import bucket_key
+from layoutfuzz.reports.outcome import Outcome, Result
+from layoutfuzz.reports.signatures import bucket_key
 from layoutfuzz.reports.tables import pass_rate_table, render
 
 
@@ -36,7 +35,7 @@ def test_atomic_writes_follow_the_umask_not_mkstemps_0600(tmp_path):
     # issue 19: tables, reports and HTML were 0600 while the database was 0644
     import os
 
-    from layoutfuzz.reports.store import write_atomically
+    from layoutfuzz.reports.files import write_atomically
 
     old = os.umask(0o022)
     try:
@@ -65,7 +64,8 @@ def test_nan_where_nan_is_expected_agrees_and_reports_stay_strict_json():
 
     import numpy as np
 
-    from layoutfuzz.harness.compare import compare_values, to_jsonable
+    from layoutfuzz.harness.compare import compare_values
+    from layoutfuzz.reports.bounded import to_jsonable
 
     assert compare_values({"x": float("nan")}, {"x": float("nan")}).ok
     assert compare_values(np.array([1.0, np.nan]), np.array([1.0, np.nan])).ok
@@ -99,14 +99,14 @@ def test_property_tests_have_no_wall_clock_deadline():
 def test_a_batch_of_reports_appears_whole_and_a_failed_batch_leaves_no_temporary_files(tmp_path, monkeypatch):
     import os
 
-    from layoutfuzz.reports import store
+    from layoutfuzz.reports import files
 
-    store.write_many_atomically([(tmp_path / "r" / f"{i}.json", f"report {i}\n") for i in range(5)])
+    files.write_many_atomically([(tmp_path / "r" / f"{i}.json", f"report {i}\n") for i in range(5)])
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [f"{i}.json" for i in range(5)]
     assert (tmp_path / "r" / "3.json").read_text() == "report 3\n"
     old = os.umask(0o022)
     try:
-        store.write_many_atomically([(tmp_path / "u" / "a", "x"), (tmp_path / "u" / "b", "y")])
+        files.write_many_atomically([(tmp_path / "u" / "a", "x"), (tmp_path / "u" / "b", "y")])
     finally:
         os.umask(old)
     assert (tmp_path / "u" / "a").stat().st_mode & 0o777 == 0o644
@@ -114,9 +114,9 @@ def test_a_batch_of_reports_appears_whole_and_a_failed_batch_leaves_no_temporary
     def full(directory):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(store, "sync_filesystem", full)
+    monkeypatch.setattr(files, "sync_filesystem", full)
     try:
-        store.write_many_atomically([(tmp_path / "s" / f"{i}.json", "z") for i in range(3)])
+        files.write_many_atomically([(tmp_path / "s" / f"{i}.json", "z") for i in range(3)])
     except OSError:
         pass
     else:
@@ -237,7 +237,7 @@ def test_pythons_equality_shortcut_gives_the_walks_verdict_on_every_kind_of_valu
 def test_a_cache_file_is_written_atomically_without_waiting_for_the_disk(tmp_path, monkeypatch):
     import os
 
-    from layoutfuzz.reports.store import write_atomically
+    from layoutfuzz.reports.files import write_atomically
 
     synced = []
     real = os.fsync
