@@ -27,13 +27,13 @@ from layoutfuzz.harness.campaign import (
     target_specs,
 )
 from layoutfuzz.harness.runner import Runner
-from layoutfuzz.harness.signatures import root_cause
 from layoutfuzz.harness.target import MALFORMED, Target
 from layoutfuzz.harness.triton_compat import parse_version
 from layoutfuzz.reports import ledger as ledger_file
 from layoutfuzz.reports import schema
 from layoutfuzz.reports.attribution import attribute
-from layoutfuzz.reports.store import write_atomically
+from layoutfuzz.reports.files import write_atomically
+from layoutfuzz.reports.signatures import root_cause
 from layoutfuzz.reports.tables import render
 from layoutfuzz.reports.triage import FAILING, Replay, Triage, TriageError
 

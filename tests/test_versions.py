@@ -104,10 +104,10 @@ def test_release_ranges_and_bad_versions():
 
 def test_a_ledger_range_says_which_releases_have_the_problem():
     fixed = KnownProblem("t", "crash", "s", "x", first_bad="<=3.6.0", first_good="3.8.0")
-    assert [fixed.present_in(v) for v in ("3.6.0", "3.7.1", "3.8.0", "3.9.0")] == [True, True, False, False]
+    assert [fixed.present_in(v, parse_version) for v in ("3.6.0", "3.7.1", "3.8.0", "3.9.0")] == [True, True, False, False]
     regression = KnownProblem("t", "crash", "s", "x", first_bad="3.8.0")
-    assert [regression.present_in(v) for v in ("3.7.1", "3.8.0", "3.10.0")] == [False, True, True]
-    assert KnownProblem("t", "crash", "s", "x").present_in("3.9.0") is None
+    assert [regression.present_in(v, parse_version) for v in ("3.7.1", "3.8.0", "3.10.0")] == [False, True, True]
+    assert KnownProblem("t", "crash", "s", "x").present_in("3.9.0", parse_version) is None
 
 
 # ---- the matrix's tables ---------------------------------------------------------------------
