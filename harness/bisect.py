@@ -108,7 +108,7 @@ def kernels_refusal(case_file: Path) -> str:
     every release's label."""
     from layoutfuzz.harness import trust
     from layoutfuzz.harness.campaign import load_target
-    from layoutfuzz.harness.cli_cases import read_case_file
+    from layoutfuzz.harness.cli.cases import read_case_file
 
     case, report = read_case_file(case_file)
     try:

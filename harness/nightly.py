@@ -5,12 +5,11 @@ root's memory and the ledger: new (fails the night), regressed (fails it), persi
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -20,13 +19,14 @@ from layoutfuzz.harness.campaign import (
     Campaign,
     CampaignSettings,
     UsageError,
+    holds_campaign,
     load_target,
     replay_command,
     run_campaign,
     system_version,
     target_specs,
 )
-from layoutfuzz.harness.runner import Runner
+from layoutfuzz.harness.runner import Runner, Shard
 from layoutfuzz.harness.target import MALFORMED, Target
 from layoutfuzz.harness.triton_compat import parse_version
 from layoutfuzz.reports import ledger as ledger_file
@@ -40,6 +40,42 @@ from layoutfuzz.reports.triage import FAILING, Replay, Triage, TriageError
 REPRODUCERS = "reproducers"
 ROOT_CAUSE_COLUMNS = ["status", "bucket", "target", "outcome", "signature", "attribution", "cases", "families",
                       "first seen", "last seen", "fixed in", "reproducer", "replay", "evidence"]  # ROOT/reproducers/BUCKET.json: every root cause's replayable case
+
+
+@dataclass(frozen=True)
+class NightSettings:
+    """Everything one night runs with, built once (by the CLI or a Python user) and handed to ``run_night``."""
+
+    night: str  # YYYY-MM-DD; tonight's campaign is seeded by it (every machine and shard draws the same cases)
+    root: Path = Path("nightly")  # one campaign per night, the history and the reproducers
+    targets: tuple[str, ...] = ()  # none: the CPU targets
+    budget: float = 600.0  # seconds of campaign
+    shard: Shard = field(default_factory=Shard)  # this job's part of the night
+    jobs: int = 1
+    timeout: float | None = None  # per case; None: the campaign's default
+    reduce_tries: int = 200  # per bucket representative's reduction
+    known: str | Path = ledger_file.DEFAULT_LEDGER  # the ledger (absent: none)
+    quiet: bool = False  # no progress bar
+
+    def __post_init__(self) -> None:
+        if isinstance(self.targets, str):
+            raise TypeError("NightSettings.targets is a tuple of names, not a string")
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def out(self) -> Path:
+        """Tonight's campaign folder: ROOT/DATE (ROOT/DATE-shardIofN for a part of the night)."""
+        suffix = "" if self.shard.count == 1 else f"-shard{self.shard.index}of{self.shard.count}"
+        return self.root / f"{self.night}{suffix}"
+
+    def campaign(self) -> CampaignSettings:
+        """Tonight's campaign: seeded by the date, reducing each bucket's representative; the same night again
+        continues the campaign already in ``out`` (with its stored settings)."""
+        settings = CampaignSettings(out=self.out, budget=self.budget, jobs=self.jobs, timeout=self.timeout,
+                                    quiet=self.quiet, reduce=True, reduce_tries=self.reduce_tries)
+        if holds_campaign(self.out):
+            return replace(settings, resume=True)
+        return replace(settings, targets=self.targets, seed=int(self.night.replace("-", "")), shard=self.shard)
 
 
 @dataclass(frozen=True)
@@ -164,11 +200,12 @@ def record_fixes(path: str | Path, known: Mapping[str, ledger_file.KnownProblem]
     return updated
 
 
-def run_night(args: argparse.Namespace, night: str, out: Path, run_args: CampaignSettings) -> Night:
-    """Replay, explore, reduce, judge; remember the verdicts and write the root-cause table."""
-    root = Path(args.root)
+def run_night(settings: NightSettings, campaign_settings: CampaignSettings | None = None) -> Night:
+    """Replay, explore, reduce, judge; remember the verdicts and write the root-cause table. ``campaign_settings``:
+    tonight's campaign (default ``settings.campaign()``)."""
+    root, night, out = settings.root, settings.night, settings.out
     try:
-        known = ledger_file.load(args.known)
+        known = ledger_file.load(settings.known)
     except ledger_file.LedgerError as exc:
         raise UsageError(str(exc)) from None
     try:
@@ -176,17 +213,16 @@ def run_night(args: argparse.Namespace, night: str, out: Path, run_args: Campaig
     except TriageError as exc:
         raise UsageError(str(exc)) from None
     try:
-        names = [t.strip() for t in (args.targets or "").split(",") if t.strip()]
-        targets = [(spec, load_target(spec)) for spec in target_specs(names)]
-        timeout = args.timeout if args.timeout is not None else 30.0
-        replays = replay_open(triage, night, targets, args.jobs, timeout)
-        campaign = run_campaign(run_args)
+        targets = [(spec, load_target(spec)) for spec in target_specs(list(settings.targets))]
+        timeout = settings.timeout if settings.timeout is not None else 30.0
+        replays = replay_open(triage, night, targets, settings.jobs, timeout)
+        campaign = run_campaign(campaign_settings or settings.campaign())
         by_name = {t.name: t for _, t in campaign.targets}
         versions = {name: system_version(t) for name, t in by_name.items()}
         specs = {t.name: spec for spec, t in campaign.targets}
         verdicts = triage.judge(night, versions, campaign.buckets, reproducers_of(campaign), replays, known, specs)
         write_reproducers(root, triage)
-        record_fixes(args.known, known, triage, night)
+        record_fixes(settings.known, known, triage, night)
     finally:
         triage.close()
     table = root_cause_table(verdicts, known, root, by_name)

@@ -180,13 +180,13 @@ class PreloadProbe(ValueTarget):
 
 
 class LeanMainProbe(ValueTarget):
-    """Passes only where its worker never ran layoutfuzz's command line as its main module (``cli_triage`` is imported
+    """Passes only where its worker never ran layoutfuzz's command line as its main module (``cli.triage`` is imported
     by the command line alone): a campaign's fork server marks that main module as run instead of importing it."""
 
     name = "test.lean_main"
 
     def observed(self, case):
-        return case.params["value"] if "layoutfuzz.harness.cli_triage" not in sys.modules else -1
+        return case.params["value"] if "layoutfuzz.harness.cli.triage" not in sys.modules else -1
 
 
 class CoreProbe(ValueTarget):

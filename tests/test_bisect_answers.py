@@ -3,15 +3,15 @@ from refused replays, and prebuilt kernels stand in for a release only for a tar
 
 from __future__ import annotations
 
-import argparse
 import shutil
 from pathlib import Path
 
 import pytest
 
-from layoutfuzz.harness import cli_versions, environments
+from layoutfuzz.harness import environments
 from layoutfuzz.harness.bisect import Replay, bisect, kernels_refusal, replay
 from layoutfuzz.harness.campaign import UsageError
+from layoutfuzz.harness.cli.versions import BisectSettings, run_bisect
 from layoutfuzz.harness.environments import TritonEnvironment
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,10 +28,10 @@ def _refusing_environment(tmp_path: Path, version: str) -> TritonEnvironment:
     return TritonEnvironment(version, python, version)
 
 
-def _args(tmp_path: Path, case: str, **given) -> argparse.Namespace:
+def _settings(tmp_path: Path, case: str, **given) -> BisectSettings:
     values = dict(case=case, triton="3.6.0,3.9.0", kernels=None, timeout=30.0, out=str(tmp_path / "out"),
                   root=str(tmp_path / "nightly"), known=str(tmp_path / "known.toml"), record=True)
-    return argparse.Namespace(**{**values, **given})
+    return BisectSettings(**{**values, **given})
 
 
 # ---- the search itself, with fake replays -----------------------------------------------------------------
@@ -79,7 +79,7 @@ def test_a_replay_without_a_verdict_is_refused(tmp_path):
 
 def test_bisect_of_a_case_whose_replays_are_all_refused_says_so_and_exits_1(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(environments, "for_release", lambda version: _refusing_environment(tmp_path, version))
-    code = cli_versions.cmd_bisect(_args(tmp_path, str(CPU_CASE)))
+    code = run_bisect(_settings(tmp_path, str(CPU_CASE)))
     out = capsys.readouterr().out
     assert code == 1 and "every replay was refused" in out and "replayed: 3.6.0 refused, 3.9.0 refused" in out
     assert " bad" not in out and "not reproduced" not in out
@@ -94,7 +94,7 @@ def test_bisect_of_a_ledger_bucket_whose_replays_are_all_refused_writes_no_range
     shutil.copy(REPO / problem.reproducer, tmp_path / problem.reproducer)
     before = (tmp_path / "known.toml").read_text()
     monkeypatch.setattr(environments, "for_release", lambda version: _refusing_environment(tmp_path, version))
-    code = cli_versions.cmd_bisect(_args(tmp_path, problem.bucket))
+    code = run_bisect(_settings(tmp_path, problem.bucket))
     out = capsys.readouterr().out
     assert code == 1 and "refused" in out and "recorded" not in out
     assert (tmp_path / "known.toml").read_text() == before
@@ -106,7 +106,7 @@ def test_kernels_are_refused_for_a_target_that_runs_none(tmp_path, monkeypatch):
     # were it replayed, each "release" would be this interpreter's own Triton: fake it, so that nothing runs here
     monkeypatch.setattr(environments, "for_kernels", lambda folder: _refusing_environment(tmp_path, folder.name[7:]))
     with pytest.raises(UsageError) as refused:
-        cli_versions.cmd_bisect(_args(tmp_path, str(CPU_CASE), kernels=str(tmp_path / "kernels")))
+        run_bisect(_settings(tmp_path, str(CPU_CASE), kernels=str(tmp_path / "kernels")))
     message = str(refused.value)
     assert "triton.layouts has no prebuilt kernels" in message and "\n" not in message
     assert not (tmp_path / "known.toml").exists()

@@ -116,7 +116,7 @@ def test_coverage_shows_what_informs_and_writes_every_pair(campaign, tmp_path):
 
 
 def test_matrix_fits_for_five_versions(campaign):
-    from layoutfuzz.harness.cli_versions import matrix_view
+    from layoutfuzz.harness.cli.versions import matrix_view
     from layoutfuzz.harness.matrix import pass_rates, root_cause_grid
     from layoutfuzz.reports.store import Store
 
@@ -130,9 +130,8 @@ def test_matrix_fits_for_five_versions(campaign):
 
 def test_the_html_shows_findings_first_and_the_table_folded(campaign):
     pytest.importorskip("matplotlib")
-    from layoutfuzz.harness.cli import write_html
-
-    page = write_html(campaign[0] / "out").read_text()
+    assert main(["html", "--out", str(campaign[0] / "out")]) == 0
+    page = (campaign[0] / "out" / "report.html").read_text()
     assert -1 < page.index("<h3") < page.index("<table")  # the first finding, then the pass-rate table
     assert page.rindex("<details>", 0, page.index("<table")) > page.rindex("</details>", 0, page.index("<table"))
     assert "expected and observed in full" in page  # each picture's values as text too

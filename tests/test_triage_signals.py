@@ -3,7 +3,6 @@ bucket by one rule, and writing the ledger changes only what changed."""
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import re
 import tomllib
@@ -109,9 +108,9 @@ def test_diff_and_the_nightly_say_the_same_of_a_bucket_whose_reproducer_still_fa
     assert night_replays(root / "2026-03-02") == {x.bucket: "same"}
     changes = diff_buckets(first, second, night_replays(root / "2026-03-02")).set_index("signature")["status"]
     assert changes.to_dict() == nightly.to_dict()
-    from layoutfuzz.harness.cli_triage import cmd_diff
+    from layoutfuzz.harness.cli import main
 
-    code = cmd_diff(argparse.Namespace(baseline=str(root / "2026-03-01"), new=str(root / "2026-03-02"), format="csv"))
+    code = main(["diff", str(root / "2026-03-01"), str(root / "2026-03-02"), "--format", "csv"])
     shown = capsys.readouterr()
     assert code == 1  # Y is new
     assert "1 new, 1 persisting, 0 fixed" in shown.err and "\nfixed," not in shown.out

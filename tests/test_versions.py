@@ -148,7 +148,7 @@ def test_the_linked_source_holds_only_layoutfuzz_packages(tmp_path, monkeypatch)
     folder = environments.linked_source()
     assert [p.name for p in folder.iterdir()] == ["layoutfuzz"]
     assert sorted(p.name for p in (folder / "layoutfuzz").iterdir()) == sorted(environments.PACKAGES)
-    assert (folder / "layoutfuzz" / "harness" / "cli.py").is_file()
+    assert (folder / "layoutfuzz" / "harness" / "cli" / "__init__.py").is_file()
     # an interpreter without site-packages finds layoutfuzz's code there, under its one import name
     found = subprocess.run([sys.executable, "-S", "-c", "import layoutfuzz; print(*layoutfuzz.__path__)"],
                            env={"PYTHONPATH": str(folder)}, capture_output=True, text=True)
@@ -388,24 +388,20 @@ def test_a_night_whose_replay_passes_under_a_newer_release_records_it_as_fixed_i
 
 
 def test_bisect_finds_a_buckets_reproducer_in_the_ledger(tmp_path):
-    import argparse
-
     from layoutfuzz.harness.campaign import UsageError
-    from layoutfuzz.harness.cli_versions import _reproducer
+    from layoutfuzz.harness.cli.versions import find_reproducer
 
     root = Path(__file__).resolve().parent.parent
     from tests.conftest import known_problem
 
     problem = known_problem("layouts-shared-abort.json")
-    args = argparse.Namespace(case=problem.bucket, known=str(root / "layoutfuzz-known.toml"), root=str(tmp_path), out=str(tmp_path))
-    assert _reproducer(args) == (root / problem.reproducer, problem.bucket)
-    args.case = "000000000000"
+    where = {"known": root / "layoutfuzz-known.toml", "root": tmp_path, "out": tmp_path}
+    assert find_reproducer(problem.bucket, **where) == (root / problem.reproducer, problem.bucket)
     with pytest.raises(UsageError, match="neither a case or report file nor a bucket"):
-        _reproducer(args)
+        find_reproducer("000000000000", **where)
     (tmp_path / "broken.json").write_text("{not json")
-    args.case = str(tmp_path / "broken.json")
     with pytest.raises(UsageError, match="is not a layoutfuzz report or case"):
-        _reproducer(args)
+        find_reproducer(str(tmp_path / "broken.json"), **where)
 
 
 def test_an_environment_made_by_an_older_layoutfuzz_gets_the_requirements_added_since(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """Triage commands: ``nightly`` (replay, explore, reduce, judge), ``buckets`` (a campaign's root
-causes), ``diff`` (two campaigns' buckets) and ``known`` (the ledger of known problems)."""
+causes), ``diff`` (two campaigns' buckets) and ``known`` (the ledger of known problems), their parsers and their
+handlers."""
 
 from __future__ import annotations
 
@@ -7,21 +8,37 @@ import argparse
 import datetime
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import pandas as pd
 
 from layoutfuzz.harness.campaign import (
-    CampaignSettings,
     UsageError,
     campaign_targets,
-    holds_campaign,
     open_store,
     reduced_path,
     replay_command,
 )
-from layoutfuzz.harness.cli_paths import directory_problem, output_file
-from layoutfuzz.harness.nightly import REPRODUCERS, root_cause_table, run_night
+from layoutfuzz.harness.cli.options import (
+    add_budget,
+    add_commands,
+    add_format,
+    add_jobs,
+    add_known,
+    add_out,
+    add_quiet,
+    add_reduce_tries,
+    add_root,
+    add_shard,
+    add_targets,
+    add_timeout,
+    add_verbose,
+    directory_problem,
+    target_names,
+)
+from layoutfuzz.harness.nightly import REPRODUCERS, NightSettings, root_cause_table, run_night
+from layoutfuzz.harness.runner import Shard
 from layoutfuzz.harness.target import PARTIES
 from layoutfuzz.reports import ledger as ledger_file
 from layoutfuzz.reports import schema
@@ -31,7 +48,7 @@ from layoutfuzz.reports.junit import junit_xml
 from layoutfuzz.reports.store import DB_NAME, write_atomically
 from layoutfuzz.reports.tables import for_terminal, render
 from layoutfuzz.reports.terminal import night_report, root_causes, show
-from layoutfuzz.reports.triage import FAILING, Triage, TriageError, night_replays
+from layoutfuzz.reports.triage import Triage, TriageError, night_replays
 
 
 def _night(text: str | None) -> str:
@@ -63,22 +80,23 @@ def _check_root(root: Path, out: Path) -> None:
         raise UsageError(str(exc)) from None
 
 
-def cmd_nightly(args: argparse.Namespace) -> int:
-    from layoutfuzz.harness.cli import write_html
-    from layoutfuzz.reports.history import record_night
+def night_settings(args: argparse.Namespace) -> NightSettings:
+    """``nightly``'s options as the night's settings (built once, here)."""
+    return NightSettings(night=_night(args.date), root=Path(args.root), targets=target_names(args.targets),
+                         budget=args.budget, shard=args.shard, jobs=args.jobs, timeout=args.timeout,
+                         reduce_tries=args.reduce_tries, known=args.known, quiet=args.quiet)
 
-    night = _night(args.date)
-    suffix = "" if args.shard.count == 1 else f"-shard{args.shard.index}of{args.shard.count}"
-    out = Path(args.root) / f"{night}{suffix}"
-    _check_root(Path(args.root), out)
-    resume = holds_campaign(out)  # the same night again continues it
-    run_args = CampaignSettings(
-        out=out, targets=() if resume else tuple(t.strip() for t in (args.targets or "").split(",") if t.strip()),
-        seed=None if resume else int(night.replace("-", "")), shard=None if resume else args.shard,
-        budget=args.budget, jobs=args.jobs, timeout=args.timeout, resume=resume, quiet=args.quiet, reduce=True,
-        reduce_tries=args.reduce_tries)
+
+def cmd_nightly(args: argparse.Namespace) -> int:
+    from layoutfuzz.reports.history import record_night
+    from layoutfuzz.reports.html import write_html
+
+    settings = night_settings(args)
+    night, out = settings.night, settings.out
+    _check_root(settings.root, out)
+    campaign_settings = settings.campaign()  # the same night again continues it
     print(f"layoutfuzz nightly: {out} (root {args.root}, ledger {args.known})", file=sys.stderr)
-    result = run_night(args, night, out, run_args)
+    result = run_night(settings, campaign_settings)
     campaign, table = result.campaign, result.verdicts
     failing = result.failing
     print(night_report(night, campaign.table, table, failing, str(out)))
@@ -89,7 +107,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     write_buckets_file(out, table, campaign.buckets)
     known = set(campaign.buckets["bucket"]) - set(failing["bucket"])
     write_atomically(out / "junit.xml", junit_xml(campaign.table, campaign.buckets, known, f"layoutfuzz nightly {night}"))
-    record_night(Path(args.root), out.name, campaign.table)
+    record_night(settings.root, out.name, campaign.table)
     try:
         print(f"html: {write_html(out, table, campaign.table)}", file=sys.stderr)
     except ImportError:
@@ -260,7 +278,57 @@ def cmd_known_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_known_parser(sub) -> None:
+# ---- parsers ----------------------------------------------------------------------------------------
+
+
+def _add_nightly(sub: argparse._SubParsersAction) -> None:
+    nightly = sub.add_parser(
+        "nightly", help="the nightly: replay open root causes, run a dated campaign, reduce, judge new/known/fixed",
+        description="Tonight's triage in ROOT/DATE. First re-run the stored reproducer of every open root cause of "
+        "the root (a root cause is fixed only when its reproducer passes tonight); then run tonight's campaign "
+        "(seed = the date as YYYYMMDD, so every machine and shard draws the same cases; resumed if it exists), "
+        "reduce each bucket's representative, and judge each root cause against every earlier night of the root "
+        "(ROOT/history.sqlite) and the ledger (--known): new, regressed, persisting, known or fixed. Writes "
+        "ROOT/DATE/root-causes.md, junit.xml and report.html, and ROOT/reproducers/BUCKET.json. Exit 1 when a root "
+        "cause is new or regressed, 0 otherwise (a known or persisting one never fails the night).")
+    add_root(nightly, "folder holding one campaign per night (default nightly)", writes=True)
+    nightly.add_argument("--date", default=None, help="the night, YYYY-MM-DD (default: today, UTC)")
+    add_targets(nightly)
+    add_budget(nightly, "campaign length (default 10m)", default=600.0)
+    add_shard(nightly, "this job's part of the night", default=Shard())
+    add_jobs(nightly, "worker processes")
+    add_timeout(nightly, "per-case limit")
+    add_reduce_tries(nightly, "tries per bucket representative's reduction (default 200)")
+    add_known(nightly, "the ledger of known problems", note="; absent: none")
+    add_quiet(nightly)
+    add_verbose(nightly, "also print the per-family pass-rate table and every root cause (always in ROOT/DATE's files)")
+    nightly.set_defaults(func=cmd_nightly)
+
+
+def _add_buckets(sub: argparse._SubParsersAction) -> None:
+    buckets = sub.add_parser(
+        "buckets", help="print a campaign's root causes: status, attribution, count, families, reproducer",
+        description="One row per root cause of a campaign (a bucket: target, outcome and root-cause signature, "
+        "whatever the families): its status (new, regressed, persisting, known, fixed where the campaign is a night "
+        "of a nightly root; else open, or the ledger's word), who is responsible, how many cases, which families, "
+        "when first and last seen, and the (reduced) case with the command that replays it.")
+    add_out(buckets)
+    add_known(buckets)
+    add_format(buckets)
+    buckets.set_defaults(func=cmd_buckets)
+
+
+def _add_diff(sub: argparse._SubParsersAction) -> None:
+    diff = sub.add_parser("diff", help="new, persisting and fixed buckets between two campaigns (exit 1 on new ones)",
+                          description="Compare the buckets of two campaign directories. Exit status: 0 when "
+                                      "nothing is new, 1 when NEW has a bucket BASELINE lacks, 2 on bad input.")
+    diff.add_argument("baseline", help="the earlier campaign's directory")
+    diff.add_argument("new", help="the later campaign's directory")
+    add_format(diff)
+    diff.set_defaults(func=cmd_diff)
+
+
+def _add_known(sub: argparse._SubParsersAction) -> None:
     known = sub.add_parser(
         "known", help="the ledger of known problems (layoutfuzz-known.toml): add one, list them",
         description="Known problems are root causes the team has looked at: a known one is reported but never "
@@ -279,13 +347,17 @@ def add_known_parser(sub) -> None:
     add.add_argument("--note", help="anything else worth knowing")
     add.set_defaults(func=cmd_known_add)
     listing = known_sub.add_parser("list", help="the known problems with when they were first and last seen")
-    listing.add_argument("--format", choices=("md", "csv", "html"), default="md")
+    add_format(listing)
     listing.set_defaults(func=cmd_known_list)
     for p in (add, listing):
-        p.add_argument("--known", type=output_file, default=ledger_file.DEFAULT_LEDGER, metavar="FILE",
-                       help=f"the ledger (default {ledger_file.DEFAULT_LEDGER})")
-        p.add_argument("--root", default="nightly", help="the nightly root, for first/last seen (default nightly)")
-        p.add_argument("--out", default="layoutfuzz-out", help="a campaign to look BUCKET up in (default layoutfuzz-out)")
+        add_known(p)
+        add_root(p, "the nightly root, for first/last seen (default nightly)")
+        add_out(p, "a campaign to look BUCKET up in")
 
 
-__all__ = ["FAILING", "add_known_parser", "cmd_buckets", "cmd_diff", "cmd_nightly", "diff_summary"]
+PARSERS = {"nightly": _add_nightly, "buckets": _add_buckets, "diff": _add_diff, "known": _add_known}
+
+
+def add_parsers(sub: argparse._SubParsersAction, only: Collection[str] | None = None) -> None:
+    """The parsers of nightly, buckets, diff and known (``only``: of those named)."""
+    add_commands(sub, PARSERS, only)

@@ -1,11 +1,12 @@
 """Commands on one case: ``reproduce`` (re-run it, expected vs observed) and ``reduce`` (shrink it
-while it fails the same way)."""
+while it fails the same way), their parsers and their handlers."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,16 @@ from layoutfuzz.harness.campaign import (
     reduced_path,
     replay_command,
     save_reduction,
+)
+from layoutfuzz.harness.cli.options import (
+    add_commands,
+    add_jobs,
+    add_out,
+    add_timeout,
+    add_verbose,
+    output_file,
+    positive_int,
+    target_argument,
 )
 from layoutfuzz.harness.runner import Result, Runner, make_case
 from layoutfuzz.harness.target import MALFORMED, Outcome, Target
@@ -227,3 +238,52 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     print(f"written: {written}")
     print(f"reproduce: {replay}")
     return 0
+
+
+# ---- parsers ----------------------------------------------------------------------------------------
+
+
+def _case_arguments(parser: argparse.ArgumentParser) -> None:
+    """CASE and how to find and run it (reproduce, reduce)."""
+    parser.add_argument("case", metavar="CASE")
+    add_out(parser, "campaign directory to look case ids up in", writes=True)
+    parser.add_argument("--target", type=target_argument, metavar="MODULE:ATTR",
+                        help="the target, if it is not a built-in or plug-in")
+    add_timeout(parser, "per-run limit (60s)", default=60.0)
+
+
+def _add_reproduce(sub: argparse._SubParsersAction) -> None:
+    rep = sub.add_parser("reproduce", help="re-run one case and show expected vs observed",
+                         description="Re-run one case in an isolated worker and show what the oracle and the "
+                         "system under test say. CASE is a report (OUT/reports/*.json), a case JSON file, or a case "
+                         "id TARGET/SEED/INDEX. Exit 0 if it passes, 1 if it still diverges (or crashes, ...).")
+    _case_arguments(rep)
+    add_verbose(rep, "print expected and observed in full")
+    rep.add_argument("--json", type=output_file, metavar="FILE",
+                     help="also write the verdict as JSON: outcome, root-cause signature, bucket, versions")
+    rep.set_defaults(func=cmd_reproduce)
+
+
+def _add_reduce(sub: argparse._SubParsersAction) -> None:
+    red = sub.add_parser("reduce", help="shrink a failing case while it fails the same way",
+                         description="Reduce a failing case (a report, a case file or TARGET/SEED/INDEX) while it keeps "
+                         "the same outcome and root-cause signature: first the target's own shrinks (drop a basis "
+                         "vector, halve a dimension, fewer warps, a narrower element), then generic edits, each kept "
+                         "only if the target's validation (the generators' rules) accepts it, each try in an isolated "
+                         "worker, until no single shrink fails the same way. Writes the reduced case beside its report "
+                         "or case file (or in OUT/reports/), which `layoutfuzz reproduce FILE` replays; a report gains "
+                         "it as `reduced_case`. Exit 0 when reduced, 1 when the case passes, 2 on bad input.")
+    _case_arguments(red)
+    red.add_argument("--max-tries", type=positive_int, default=500, help="give up shrinking after this many tries")
+    add_jobs(red, "candidates tried at once, each in its own worker (default: one per core)")
+    red.add_argument("--write", type=output_file, metavar="FILE",
+                     help="where the reduced case goes (default: beside its report or case file, NAME.reduced.json)")
+    red.set_defaults(func=cmd_reduce)
+
+
+PARSERS = {"reproduce": _add_reproduce, "reduce": _add_reduce}
+
+
+def add_parsers(sub: argparse._SubParsersAction, only: Collection[str] | None = None) -> None:
+    """The parsers of reproduce and reduce (``only``: of those named)."""
+    add_commands(sub, PARSERS, only)

@@ -1,14 +1,16 @@
 """Commands across Triton versions: ``matrix`` (the same cases under several Tritons, a table and a root
-cause x version grid) and ``bisect`` (the release range of one root cause)."""
+cause x version grid), ``kernels`` (compile GPU cases' kernels ahead) and ``bisect`` (the release range of one root
+cause), their parsers and their handlers."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -17,8 +19,22 @@ from layoutfuzz.gpu.prebuilt import folder_version
 from layoutfuzz.harness import environments, trust
 from layoutfuzz.harness.bisect import bisect, kernels_refusal, replay
 from layoutfuzz.harness.campaign import UsageError, load_target
-from layoutfuzz.harness.cli_cases import read_case_file
-from layoutfuzz.harness.cli_paths import output_directory, output_file
+from layoutfuzz.harness.cli.cases import read_case_file
+from layoutfuzz.harness.cli.options import (
+    add_budget,
+    add_commands,
+    add_format,
+    add_jobs,
+    add_known,
+    add_out,
+    add_quiet,
+    add_root,
+    add_seed,
+    add_targets,
+    add_timeout,
+    bounded_int,
+    positive_int,
+)
 from layoutfuzz.harness.environments import EnvironmentFailure, TritonEnvironment
 from layoutfuzz.harness.matrix import (
     VersionRun,
@@ -34,13 +50,12 @@ from layoutfuzz.harness.matrix import (
 from layoutfuzz.harness.target import Target
 from layoutfuzz.reports import ledger as ledger_file
 from layoutfuzz.reports import schema
-from layoutfuzz.reports.ledger import DEFAULT_LEDGER
 from layoutfuzz.reports.store import write_atomically
-from layoutfuzz.reports.tables import FORMATS
 from layoutfuzz.reports.terminal import pass_rate_view, show
 
 DEFAULT_MATRIX_OUT = "layoutfuzz-matrix"
 MAX_KERNEL_CASES = 100_000  # cases per target `kernels` compiles: about a day of compiles on 16 cores
+kernel_cases = bounded_int(1, MAX_KERNEL_CASES, " kernels per target")  # more would spend hours drawing cases first
 
 
 def _environments(args: argparse.Namespace) -> list[TritonEnvironment]:
@@ -122,10 +137,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reproducer(args: argparse.Namespace) -> tuple[Path, str | None]:
-    """The case file to replay and the bucket it stands for: CASE is a case or report file, or a bucket
-    key whose reproducer is in the ledger, a nightly root or a campaign (its reduced case, if any)."""
-    path = Path(args.case)
+def find_reproducer(case: str, known: str | Path, root: str | Path, out: str | Path) -> tuple[Path, str | None]:
+    """The case file to replay and the bucket it stands for: ``case`` is a case or report file, or a bucket key whose
+    reproducer is in the ledger ``known``, the nightly ``root`` or the campaign ``out`` (its reduced case, if any)."""
+    path = Path(case)
     if path.is_file():
         _, report = read_case_file(path)
         if report is not None:  # a report: replay its reduced case where it has one
@@ -135,17 +150,17 @@ def _reproducer(args: argparse.Namespace) -> tuple[Path, str | None]:
             return path, report.get("bucket")
         return path, None
     try:
-        known = ledger_file.load(args.known).get(args.case)
+        problem = ledger_file.load(known).get(case)
     except ledger_file.LedgerError as exc:
         raise UsageError(str(exc)) from None
-    if known is not None and known.reproducer:
-        candidate = Path(args.known).resolve().parent / known.reproducer
+    if problem is not None and problem.reproducer:
+        candidate = Path(known).resolve().parent / problem.reproducer
         if candidate.is_file():
-            return candidate, args.case
-    candidate = Path(args.root) / "reproducers" / f"{args.case}.json"
+            return candidate, case
+    candidate = Path(root) / "reproducers" / f"{case}.json"
     if candidate.is_file():
-        return candidate, args.case
-    reports = Path(args.out) / "reports"
+        return candidate, case
+    reports = Path(out) / "reports"
     if reports.is_dir():
         for report in sorted(reports.glob("*.json")):
             if report.name.endswith(".reduced.json"):
@@ -154,35 +169,55 @@ def _reproducer(args: argparse.Namespace) -> tuple[Path, str | None]:
                 data = schema.load_report(report)
             except schema.SchemaError:
                 continue
-            if data.get("bucket") == args.case:
-                args.case = str(report)
-                return _reproducer(args)
-    raise UsageError(f"{args.case!r} is neither a case or report file nor a bucket with a reproducer in "
-                     f"{args.known}, {Path(args.root) / 'reproducers'} or {reports}")
+            if data.get("bucket") == case:
+                return find_reproducer(str(report), known, root, out)
+    raise UsageError(f"{case!r} is neither a case or report file nor a bucket with a reproducer in "
+                     f"{known}, {Path(root) / 'reproducers'} or {reports}")
+
+
+@dataclass(frozen=True)
+class BisectSettings:
+    """What one bisection runs with (``layoutfuzz bisect``'s options, or a Python user's)."""
+
+    case: str  # a case or report file, or a bucket key (see ``find_reproducer``)
+    triton: str = f"{environments.RELEASES[0]}..{environments.RELEASES[-1]}"  # releases, A..B or a list
+    kernels: str | Path | None = None  # replay with the kernels compiled ahead into DIR/triton-VERSION
+    timeout: float = 120.0  # seconds per replay
+    out: str | Path = "layoutfuzz-out"  # the campaign to find a bucket's report in
+    root: str | Path = "nightly"  # the nightly root to find a bucket's reproducer in
+    known: str | Path = ledger_file.DEFAULT_LEDGER  # the ledger, where the range is recorded
+    record: bool = True  # write the range into the ledger
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
-    case_file, bucket = _reproducer(args)
-    refusal = kernels_refusal(case_file) if args.kernels else ""
+    return run_bisect(BisectSettings(case=args.case, triton=args.triton, kernels=args.kernels, timeout=args.timeout,
+                                     out=args.out, root=args.root, known=args.known, record=args.record))
+
+
+def run_bisect(settings: BisectSettings) -> int:
+    """Bisects one reproducer over Triton releases and prints (and records) the range: exit 0 when a range was found,
+    1 when another failure got in the way."""
+    case_file, bucket = find_reproducer(settings.case, settings.known, settings.root, settings.out)
+    refusal = kernels_refusal(case_file) if settings.kernels else ""
     if refusal:
         raise UsageError(refusal)
     try:
-        versions = environments.release_range(args.triton)
+        versions = environments.release_range(settings.triton)
         folders = {}
-        if args.kernels:  # only the releases whose kernels were compiled ahead
-            folders = {folder_version(f): f for f in environments.kernel_folders(args.kernels)}
+        if settings.kernels:  # only the releases whose kernels were compiled ahead
+            folders = {folder_version(f): f for f in environments.kernel_folders(settings.kernels)}
             versions = [v for v in versions if v in folders]
     except EnvironmentFailure as exc:
         raise UsageError(str(exc)) from None
     if len(versions) < 2:
-        raise UsageError("bisect needs at least two releases: --triton 3.6.0..3.9.0" + (f" with kernels in {args.kernels}" if args.kernels else ""))
+        raise UsageError("bisect needs at least two releases: --triton 3.6.0..3.9.0" + (f" with kernels in {settings.kernels}" if settings.kernels else ""))
 
     def run(version: str):
         try:
             env = environments.for_kernels(folders[version]) if folders else environments.for_release(version)
         except EnvironmentFailure as exc:
             raise UsageError(str(exc)) from None
-        result = replay(env, case_file, args.timeout)
+        result = replay(env, case_file, settings.timeout)
         print(f"Triton {version}: {result.outcome}" + (f" ({result.signature})" if result.signature else ""), file=sys.stderr)
         return result
 
@@ -191,20 +226,20 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     print(f"replayed: {found.checked()}")
     if found.stopped:
         return 1
-    if args.record and found.bucket:
+    if settings.record and found.bucket:
         try:
-            known = ledger_file.load(args.known)
+            known = ledger_file.load(settings.known)
         except ledger_file.LedgerError as exc:
             raise UsageError(str(exc)) from None
         if found.bucket in known:
             stamp = time.strftime("%Y-%m-%d", time.gmtime())
-            ledger_file.add(args.known, ledger_file.KnownProblem(
+            ledger_file.add(settings.known, ledger_file.KnownProblem(
                 **{**_identity(known[found.bucket]), "first_bad": found.first_bad or "none",
                    "first_good": found.first_good, "bisected": f"{found.checked()} ({stamp})",
                    "masked": ", ".join(found.masked)}))
-            print(f"recorded in {args.known}")
+            print(f"recorded in {settings.known}")
         else:
-            print(f"not in {args.known}: add it with `layoutfuzz known add {found.bucket} --title ...` to record the range")
+            print(f"not in {settings.known}: add it with `layoutfuzz known add {found.bucket} --title ...` to record the range")
     return 0
 
 
@@ -276,18 +311,6 @@ def _compiling_target(spec: str) -> Target:
     return target
 
 
-def kernel_cases(text: str) -> int:
-    """An argparse type: a case count ``kernels`` can compile, 1 to MAX_KERNEL_CASES (a larger one would only
-    spend hours drawing cases before the first compile)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 1 <= value <= MAX_KERNEL_CASES:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_KERNEL_CASES} kernels per target: {text!r}")
-    return value
-
-
 def _forwarded(args: argparse.Namespace) -> list[str]:
     """The arguments of ``kernels`` for each version's own run (all but --triton)."""
     out = ["--out", str(Path(args.out).resolve()), "--jobs", str(args.jobs), "--seed", str(args.seed), "--timeout", f"{args.timeout:g}"]
@@ -298,9 +321,10 @@ def _forwarded(args: argparse.Namespace) -> list[str]:
     return out + (["--quiet"] if args.quiet else [])
 
 
-def add_version_parsers(sub: argparse._SubParsersAction, parse_duration, positive_int, job_count, seed_int) -> None:
+def _add_matrix(sub: argparse._SubParsersAction) -> None:
     matrix = sub.add_parser(
-        "matrix", help="the same seeded cases under several Triton versions: a pass-rate column per version and a root cause grid",
+        "matrix", help="the same seeded cases under several Triton versions: a pass-rate column per version and a root "
+        "cause grid",
         description="Run the same seeded campaign under each Triton version, each in its own environment (a uv virtual "
         "environment per release, made on first use and cached in $LAYOUTFUZZ_CACHE or ~/.cache/layoutfuzz; or your own "
         "interpreter or wheel), one store per version in OUT/triton-VERSION. Then print one pass-rate table with a column "
@@ -314,19 +338,21 @@ def add_version_parsers(sub: argparse._SubParsersAction, parse_duration, positiv
     matrix.add_argument("--kernels", metavar="DIR", help="run the GPU targets' kernels that `layoutfuzz kernels` compiled ahead "
                         "into DIR/triton-VERSION, one campaign per version (with --triton: those versions only), with "
                         "this interpreter and no Triton of that version")
-    matrix.add_argument("--targets", metavar="NAMES", help="comma-separated target names (default: the CPU targets)")
+    add_targets(matrix)
     matrix.add_argument("--cases", type=positive_int, help="cases per target and version (the same indices under each)")
-    matrix.add_argument("--budget", type=parse_duration, metavar="DURATION", help="time per version instead of a case count")
-    matrix.add_argument("--seed", type=seed_int, default=0, help="campaign seed (default 0)")
-    matrix.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1, help="worker processes per campaign")
-    matrix.add_argument("--timeout", type=parse_duration, metavar="DURATION", help="per-case limit (default 30s)")
-    matrix.add_argument("--out", type=output_directory, default=DEFAULT_MATRIX_OUT, help=f"output folder (default {DEFAULT_MATRIX_OUT})")
+    add_budget(matrix, "time per version instead of a case count")
+    add_seed(matrix)
+    add_jobs(matrix, "worker processes per campaign")
+    add_timeout(matrix, "per-case limit (default 30s)")
+    add_out(matrix, "output folder", default=DEFAULT_MATRIX_OUT, writes=True)
     matrix.add_argument("--force", action="store_true", help="replace a matrix of other settings in --out")
     matrix.add_argument("--prune", action="store_true", help="remove the cached environments this matrix did not use")
-    matrix.add_argument("--known", type=output_file, default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger to name known root causes from (default {DEFAULT_LEDGER})")
-    matrix.add_argument("--format", choices=FORMATS, default="md")
+    add_known(matrix, "the ledger to name known root causes from")
+    add_format(matrix)
     matrix.set_defaults(func=cmd_matrix)
 
+
+def _add_kernels(sub: argparse._SubParsersAction) -> None:
     kernels = sub.add_parser(
         "kernels", help="compile GPU cases' kernels ahead on a CPU, by one or several Triton releases",
         description="Compile the Gluon kernel of each case of the GPU targets (triton.convert_layout, "
@@ -338,33 +364,43 @@ def add_version_parsers(sub: argparse._SubParsersAction, parse_duration, positiv
         "what is filed already is skipped. Take OUT to the GPU machine and run `layoutfuzz matrix --kernels OUT` or "
         "`layoutfuzz bisect CASE --kernels OUT` there: no Triton of those versions is needed on it.")
     kernels.add_argument("--triton", metavar="VERSIONS", help="releases to compile with, each in its cached environment")
-    kernels.add_argument("--targets", metavar="NAMES", help="GPU targets whose cases to compile (with --cases)")
+    add_targets(kernels, help="GPU targets whose cases to compile (with --cases)")
     kernels.add_argument("--cases", type=kernel_cases, help=f"cases per target (indices 0..N-1 of --seed; at most "
                          f"{MAX_KERNEL_CASES:,})")
-    kernels.add_argument("--seed", type=seed_int, default=0, help="campaign seed (default 0)")
+    add_seed(kernels)
     kernels.add_argument("--case", action="append", metavar="FILE", help="a case or report file to compile (repeatable)")
-    kernels.add_argument("--out", type=output_directory, default="layoutfuzz-kernels", help="output folder (default layoutfuzz-kernels)")
-    kernels.add_argument("--jobs", "-j", type=job_count, default=os.cpu_count() or 1, help="compiles at once")
-    kernels.add_argument("--timeout", type=parse_duration, default=300.0, metavar="DURATION", help="per compile (300s)")
-    kernels.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_out(kernels, "output folder", default="layoutfuzz-kernels", writes=True)
+    add_jobs(kernels, "compiles at once")
+    add_timeout(kernels, "per compile (300s)", default=300.0)
+    add_quiet(kernels)
     kernels.set_defaults(func=cmd_kernels)
 
+
+def _add_bisect(sub: argparse._SubParsersAction) -> None:
     bis = sub.add_parser(
         "bisect", help="the Triton releases where a root cause is present: first bad, first good",
         description="Replay one reproducer (a reduced case, a report, or a BUCKET key with a reproducer in the ledger, "
-        "ROOT/reproducers or OUT/reports) under ordered Triton releases, each in its cached environment, by binary search over the range, "
-        "and print the first bad and the first good release. A release is bad when the reproducer fails with the same "
-        "root cause; an end release where another failure comes first is set aside (masked). With the bucket in the ledger, "
-        "records the range there (first_bad, first_good, bisected, masked). Exit 0 "
-        "when a range was found, 1 when another failure got in the way, 2 on bad input.")
+        "ROOT/reproducers or OUT/reports) under ordered Triton releases, each in its cached environment, by binary "
+        "search over the range, and print the first bad and the first good release. A release is bad when the "
+        "reproducer fails with the same root cause; an end release where another failure comes first is set aside "
+        "(masked). With the bucket in the ledger, records the range there (first_bad, first_good, bisected, masked). "
+        "Exit 0 when a range was found, 1 when another failure got in the way, 2 on bad input.")
     bis.add_argument("case", metavar="CASE|BUCKET")
-    bis.add_argument("--triton", default=f"{environments.RELEASES[0]}..{environments.RELEASES[-1]}", metavar="RANGE",
-                     help=f"releases, A..B or a list (default {environments.RELEASES[0]}..{environments.RELEASES[-1]})")
+    bis.add_argument("--triton", default=BisectSettings.triton, metavar="RANGE",
+                     help=f"releases, A..B or a list (default {BisectSettings.triton})")
     bis.add_argument("--kernels", metavar="DIR", help="replay with the kernels `layoutfuzz kernels` compiled ahead into "
                      "DIR/triton-VERSION (a GPU target on the GPU machine, no Triton of those versions there)")
-    bis.add_argument("--timeout", type=parse_duration, default=120.0, metavar="DURATION", help="per replay (120s)")
-    bis.add_argument("--out", default="layoutfuzz-out", help="campaign folder to find a BUCKET's report in")
-    bis.add_argument("--root", default="nightly", help="nightly root to find a BUCKET's reproducer in")
-    bis.add_argument("--known", type=output_file, default=DEFAULT_LEDGER, metavar="FILE", help=f"the ledger (default {DEFAULT_LEDGER})")
+    add_timeout(bis, "per replay (120s)", default=120.0)
+    add_out(bis, "campaign folder to find a BUCKET's report in", show_default=False)
+    add_root(bis, "nightly root to find a BUCKET's reproducer in")
+    add_known(bis)
     bis.add_argument("--no-record", dest="record", action="store_false", help="do not write the range into the ledger")
     bis.set_defaults(func=cmd_bisect)
+
+
+PARSERS = {"matrix": _add_matrix, "kernels": _add_kernels, "bisect": _add_bisect}
+
+
+def add_parsers(sub: argparse._SubParsersAction, only: Collection[str] | None = None) -> None:
+    """The parsers of matrix, kernels and bisect (``only``: of those named)."""
+    add_commands(sub, PARSERS, only)

@@ -1,26 +1,36 @@
-"""``layoutfuzz coverage``: which parts of each target's legal parameter space a campaign's cases draw."""
+"""``layoutfuzz coverage``: which parts of each target's legal parameter space a campaign's cases draw (its parser and
+its handler)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Collection
 from pathlib import Path
 
 import pandas as pd
 
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.campaign import DEFAULT_OUT, UsageError, load_target
+from layoutfuzz.harness.campaign import UsageError, load_target
+from layoutfuzz.harness.cli.options import (
+    add_commands,
+    add_format,
+    add_out,
+    add_seed,
+    add_targets,
+    bounded_int,
+    target_names,
+)
 from layoutfuzz.harness.coverage import measure, pair_coverage, pair_table, value_table
 from layoutfuzz.reports.store import write_atomically
-from layoutfuzz.reports.tables import FORMATS, render
+from layoutfuzz.reports.tables import render
 from layoutfuzz.reports.terminal import show
 
 DEFAULT_CASES = 10_000
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    names = [n.strip() for n in (args.targets or "").split(",") if n.strip()] or sorted(registry.available_specs())
+    names = list(target_names(args.targets)) or sorted(registry.available_specs())
     targets = [load_target(name) for name in names]
     undeclared, sections = [], []
     for target in targets:
@@ -69,7 +79,7 @@ def _terminal_view(values: pd.DataFrame, pairs: pd.DataFrame, fmt: str, all_pair
     return "\n\n".join(parts) + "\n"
 
 
-def add_coverage_parser(sub: argparse._SubParsersAction, case_count: Callable[[str], int], seed_int: Callable[[str], int]) -> None:
+def _add_coverage(sub: argparse._SubParsersAction) -> None:
     coverage = sub.add_parser(
         "coverage", help="which legal parameter values and pairs of values a campaign's cases draw, per target",
         description="Draws a campaign's first N cases of each target (no system under test runs: a CPU is enough, "
@@ -77,12 +87,19 @@ def add_coverage_parser(sub: argparse._SubParsersAction, case_count: Callable[[s
         "values from the PTX text, the driver's API or the specification, how many of them were drawn, which never "
         "were, and which the generator leaves out on purpose, with why; then every pair of parameters whose legal "
         "pairs of values were not all drawn together. Values of wide fields are counted in ranges.")
-    coverage.add_argument("--targets", metavar="NAMES", help="comma-separated target names (default: every target)")
-    coverage.add_argument("--cases", type=case_count, default=DEFAULT_CASES, metavar="N",
+    add_targets(coverage, "every target")
+    coverage.add_argument("--cases", type=bounded_int(1, 10_000_000), default=DEFAULT_CASES, metavar="N",
                           help=f"cases per target, indices 0..N-1 as a campaign draws them (default {DEFAULT_CASES})")
-    coverage.add_argument("--seed", type=seed_int, default=0, help="campaign seed (default 0)")
+    add_seed(coverage)
     coverage.add_argument("--all-pairs", action="store_true", help="also list the pairs of parameters fully covered")
-    coverage.add_argument("--out", default=DEFAULT_OUT,
-                          help=f"where OUT/coverage.md, with every parameter and pair in full, goes (default {DEFAULT_OUT})")
-    coverage.add_argument("--format", choices=FORMATS, default="md")
+    add_out(coverage, "where OUT/coverage.md, with every parameter and pair in full, goes")
+    add_format(coverage)
     coverage.set_defaults(func=cmd_coverage)
+
+
+PARSERS = {"coverage": _add_coverage}
+
+
+def add_parsers(sub: argparse._SubParsersAction, only: Collection[str] | None = None) -> None:
+    """The parser of coverage (``only``: if named)."""
+    add_commands(sub, PARSERS, only)
