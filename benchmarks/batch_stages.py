@@ -35,9 +35,9 @@ def stages(name: str, size: int, offset: int, store: str | None = None) -> dict[
     target = registry.load(registry.resolve(name))
     encode_s = [0.0]
     if name == "tma.swizzle":  # the tensor-map encoding inside observed_batch, timed on its own
-        from layoutfuzz.gpu import targets
+        from layoutfuzz.gpu.targets import tma_swizzle
 
-        runner = targets._tma_runner()
+        runner = tma_swizzle._tma_runner()
         encode = type(runner).encode
 
         def timed(self, *args, **kwargs):

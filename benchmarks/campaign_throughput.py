@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from layoutfuzz.harness import registry  # noqa: E402
 from layoutfuzz.harness.campaign import DEFAULT_TARGETS  # noqa: E402
-from layoutfuzz.harness.environments import cache_root  # noqa: E402
 from layoutfuzz.harness.runner import evaluate, make_case  # noqa: E402
+from layoutfuzz.harness.triton_compat import cache_root  # noqa: E402
 
 
 @dataclass(frozen=True)

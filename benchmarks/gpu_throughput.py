@@ -16,7 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from layoutfuzz.generators.source import RandomSource  # noqa: E402
 from layoutfuzz.gpu.record import throughput  # noqa: E402
-from layoutfuzz.gpu.targets import WINDOW, TmaSwizzle, WgmmaDescriptor, box_from_params, cuda_device_availability  # noqa: E402
+from layoutfuzz.gpu.targets.base import cuda_device_availability
+from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, TmaSwizzle
+from layoutfuzz.gpu.targets.wgmma_descriptor import WgmmaDescriptor
+from layoutfuzz.oracles.tma import box_from_params  # noqa: E402
 
 
 def main() -> int:
@@ -27,8 +30,8 @@ def main() -> int:
     if not available.available:
         print(f"gpu_throughput: {available.reason}", file=sys.stderr)
         return 2
-    from layoutfuzz.gpu.tma import TmaRunner
-    from layoutfuzz.gpu.wgmma import WgmmaRunner
+    from layoutfuzz.gpu.tma_driver import TmaRunner
+    from layoutfuzz.gpu.wgmma_probe import WgmmaRunner
 
     boxes = [box_from_params(TmaSwizzle().generate(RandomSource(f"bench/tma/{i}"))) for i in range(args.cases)]
     probes = [WgmmaDescriptor().generate(RandomSource(f"bench/wgmma/{i}")) for i in range(args.cases)]

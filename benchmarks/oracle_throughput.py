@@ -1,5 +1,5 @@
 """Issue 16's oracle figures, cases/s on one core, each against its one-case oracle in the same run: the TMA window
-oracle (``gpu.tma.expected_window`` against ``oracles.tma_windows``, with the comparison of observed windows over
+oracle (``oracles.tma_windows.expected_window`` against ``oracles.tma_windows``, with the comparison of observed windows over
 arrays) and the wgmma address oracle (``CanonicalLayout.addresses`` against ``oracles.wgmma_addresses``).
 
     python benchmarks/oracle_throughput.py [--cases 20000] [--batch 4096]
@@ -19,9 +19,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from layoutfuzz.generators.source import source_for  # noqa: E402
 from layoutfuzz.generators.tma import device_box  # noqa: E402
 from layoutfuzz.generators.wgmma import device_case  # noqa: E402
-from layoutfuzz.gpu.tma import FILL, expected_window, source_words  # noqa: E402
-from layoutfuzz.gpu.wgmma import probe_layout  # noqa: E402
-from layoutfuzz.oracles.tma_windows import expected_windows, placements, window_mismatches  # noqa: E402
+from layoutfuzz.oracles.tma_windows import (  # noqa: E402  # noqa: E402
+    FILL,
+    expected_window,
+    expected_windows,
+    placements,
+    source_words,
+    window_mismatches,
+)
+from layoutfuzz.oracles.wgmma import probe_layout  # noqa: E402
 from layoutfuzz.oracles.wgmma_addresses import canonical_addresses  # noqa: E402
 
 WINDOW = 24 * 1024

@@ -29,7 +29,8 @@ def main() -> int:
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="packed-compile-")
     try:
         from layoutfuzz.gpu.gluon_probes import CONVERT_PROBES, convert_probe_packed_2d
-        from layoutfuzz.gpu.triton_targets import POINTERS, TritonConvertLayout, compile_for_sm90, gluon_layout
+        from layoutfuzz.gpu.targets.gluon_kernel import POINTERS, compile_for_sm90, gluon_layout
+        from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
     except ImportError as exc:
         print(f"packed_compile: needs triton: {exc}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ def classify(span: tuple[int, int, int]) -> Counter:
     """Rule counts of cases [start, stop) of seed ``seed``."""
     from layoutfuzz.generators.source import source_for
     from layoutfuzz.generators.tma_copy import tensor_copy
-    from layoutfuzz.gpu.tma_copy import copy_from_params
+    from layoutfuzz.gpu.targets.tma_copy import copy_from_params
     from layoutfuzz.oracles.tensor_map import ATOM_SWIZZLES
     from layoutfuzz.oracles.tma_copy import moves
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from layoutfuzz.gpu.targets import cuda_device_availability  # noqa: E402
+from layoutfuzz.gpu.targets.base import cuda_device_availability  # noqa: E402
 from layoutfuzz.harness import registry  # noqa: E402
 from layoutfuzz.harness.runner import make_case, run_cases, share  # noqa: E402
 

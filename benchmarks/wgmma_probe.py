@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from layoutfuzz.gpu.targets import WgmmaDescriptor, cuda_device_availability  # noqa: E402
+from layoutfuzz.gpu.targets.base import cuda_device_availability
+from layoutfuzz.gpu.targets.wgmma_descriptor import WgmmaDescriptor  # noqa: E402
 from layoutfuzz.harness.runner import make_case  # noqa: E402
 
 KINDS = {
@@ -38,7 +39,8 @@ def main() -> int:
     if not available.available:
         print(f"wgmma_probe: {available.reason}", file=sys.stderr)
         return 2
-    from layoutfuzz.gpu.wgmma import WgmmaRunner, probe_layout
+    from layoutfuzz.gpu.wgmma_probe import WgmmaRunner
+    from layoutfuzz.oracles.wgmma import probe_layout
     from layoutfuzz.oracles.wgmma_addresses import canonical_addresses
 
     target = WgmmaDescriptor()

@@ -75,7 +75,7 @@ def tma_box(source: Source) -> dict[str, Any]:
     """A 2-D TMA load: a window of ``rows`` x ``columns`` elements of 1, 2 or 4 bytes, starting ``row_offset`` rows
     into a larger array, into shared memory with a swizzle of none, 32, 64 or 128 bytes. With a swizzle, a row is the
     swizzle span; without one, 16 to 128 bytes. Every system that takes a 2-D box draws this (case model
-    ``tma_boxes``, ``gpu.tma_boxes``)."""
+    ``tma_boxes``, ``gpu.targets.tma_boxes``)."""
     element = source.choice(ELEMENT_BYTES)
     swizzle = source.choice(SWIZZLES)
     if swizzle:

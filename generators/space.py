@@ -58,3 +58,9 @@ def bin_of(value: int, labels: Sequence[str]) -> str:
         if lo <= value <= hi:
             return label
     raise ValueError(f"{value} is outside {labels[0]}..{labels[-1]}")
+
+
+# bins the GPU targets' spaces share
+FIELD_BINS = bins(0, (1 << 14) - 1, 16)  # a 14-bit descriptor field (16-byte units), in 16 ranges
+BOX_DIM_BINS = bins(1, 256, 8)  # a TMA box dim: 1-256
+INNER_BINS = bins(1, 128, 8)  # the inner box row in 16-byte units: 16 bytes to 256 x 8-byte elements

@@ -1,1 +1,2 @@
-"""The only package that touches CUDA: GPU targets and their drivers (filled by later work)."""
+"""The only package that touches CUDA: the device layer (kernels, drivers, launchers, guards) and, in ``targets/``,
+the GPU targets."""

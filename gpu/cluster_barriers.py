@@ -37,7 +37,7 @@ def barrier_completion(tensor: bool, on_lead_barrier: bool) -> Completion:
     from cuda.core import Device, LaunchConfig, launch
 
     from layoutfuzz.gpu.device import compile_kernel
-    from layoutfuzz.gpu.tma import encode_tensor_map
+    from layoutfuzz.gpu.tma_driver import encode_tensor_map
     from layoutfuzz.oracles.tensor_map import TiledEncoding
 
     device = Device()

@@ -31,7 +31,7 @@ def compile_source(source: str, name: str, arch: str = ARCH):
 
     from cuda.core import ObjectCode, Program, ProgramOptions
 
-    from layoutfuzz.harness.environments import cache_root
+    from layoutfuzz.harness.triton_compat import cache_root
     from layoutfuzz.reports.store import write_atomically
 
     def build() -> bytes:

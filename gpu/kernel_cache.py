@@ -13,18 +13,13 @@ import contextlib
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from layoutfuzz.generators.case import Case
-from layoutfuzz.gpu.prebuilt import CompiledKernel, kernel_path
+from layoutfuzz.gpu.prebuilt import CompiledKernel
 from layoutfuzz.harness.scratch import memory_root
 from layoutfuzz.reports.store import write_atomically
-
-if TYPE_CHECKING:
-    from layoutfuzz.gpu.triton_targets import GluonKernelTarget
 
 MAX_BYTES = 1 << 30  # the kernel cache is pruned to its most recently used GiB
 PRUNE_EVERY = 500  # kernels a worker files between prunings
@@ -46,7 +41,7 @@ def _build() -> str:
 
 def kernels_root() -> Path:
     """Where cached kernels of every Triton build live."""
-    from layoutfuzz.harness.environments import cache_root
+    from layoutfuzz.harness.triton_compat import cache_root
 
     return cache_root() / "kernels"
 
@@ -77,18 +72,15 @@ def scratch_triton_cache() -> Iterator[None]:
         yield
 
 
-def cached_kernel(target: GluonKernelTarget, case: Case, variant: str = "") -> CompiledKernel:
-    """Case ``case``'s kernel in lowering ``variant``: from the cache folder, else compiled by this process's
-    Triton and filed (a compiler's refusal is filed too: it is the answer)."""
+def cached_kernel(path: Path, compile: Callable[[], CompiledKernel]) -> CompiledKernel:
+    """The kernel filed at ``path`` (a ``kernel_path`` under ``cache_folder()``), else ``compile()``'s, compiled by this
+    process's Triton and filed (a compiler's refusal is filed too: it is the answer)."""
     global _written
-    from layoutfuzz.gpu.triton_targets import variant_params
-
-    path = kernel_path(cache_folder(), target.name, variant_params(case.params, variant))
     try:
         kernel = CompiledKernel.from_json(path.read_text())
     except (OSError, ValueError, TypeError, KeyError):  # absent, or not a kernel file (a damaged disk): compile
         with scratch_triton_cache():
-            kernel = target.compile(case, variant)
+            kernel = compile()
         with contextlib.suppress(OSError):  # a cache that cannot be written (read-only, full) only costs compiles
             write_atomically(path, kernel.to_json(), durable=False)  # a kernel lost to a power cut is compiled again
         _written += 1

@@ -12,16 +12,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import sys
 import zlib
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-ENV = "LAYOUTFUZZ_KERNELS"
+from layoutfuzz.harness.triton_compat import ENV, active_folder, folder_version  # noqa: F401  (the Triton under test)
+
 LOADED_MODULES = 64  # CUDA modules a launcher keeps loaded
 ABI = 2  # bump when what a key covers changes (the probes' code, the arguments they take)
 
@@ -110,15 +111,9 @@ def kernel_path(folder: str | Path, target: str, params: dict[str, Any]) -> Path
     return Path(folder) / target / f"{kernel_key(target, params)}.json"
 
 
-def active_folder() -> Path | None:
-    """The prebuilt kernels this process runs ($LAYOUTFUZZ_KERNELS), or None to compile with Triton."""
-    folder = os.environ.get(ENV)
-    return Path(folder) if folder else None
-
-
-def folder_version(folder: Path) -> str:
-    """The Triton version whose kernels a folder holds ('.../triton-3.9.0' -> '3.9.0')."""
-    return folder.name.removeprefix("triton-")
+def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, Any]:
+    """What a prebuilt kernel of lowering ``variant`` is filed under: the case's params and the variant."""
+    return {**params, "lowering": variant} if variant else dict(params)
 
 
 class CubinLauncher:

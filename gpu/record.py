@@ -35,8 +35,9 @@ def throughput(run: Callable[[list], list], items: list, single: int = 50) -> tu
 def record_tma(count: int) -> dict:
     from cuda.core import Device
 
-    from layoutfuzz.gpu.targets import WINDOW, TmaSwizzle, box_from_params
-    from layoutfuzz.gpu.tma import TmaRunner
+    from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, TmaSwizzle
+    from layoutfuzz.gpu.tma_driver import TmaRunner
+    from layoutfuzz.oracles.tma import box_from_params
 
     params = [TmaSwizzle().generate(RandomSource(f"layoutfuzz/record/tma/{i}")) for i in range(count)]
     boxes = [box_from_params(p) for p in params]
@@ -59,8 +60,8 @@ def record_tma(count: int) -> dict:
 def record_wgmma(count: int, raw: bool = False) -> dict:
     from cuda.core import Device
 
-    from layoutfuzz.gpu.targets import WgmmaDescriptor
-    from layoutfuzz.gpu.wgmma import WgmmaRunner
+    from layoutfuzz.gpu.targets.wgmma_descriptor import WgmmaDescriptor
+    from layoutfuzz.gpu.wgmma_probe import WgmmaRunner
 
     params = [WgmmaDescriptor().generate(RandomSource(f"layoutfuzz/record/wgmma/{i}")) for i in range(count)]
     observed, batched, single = throughput(WgmmaRunner().run, params, single=30)
@@ -80,7 +81,7 @@ def record_convert(count: int) -> dict:
     from cuda.core import Device
 
     from layoutfuzz.generators.case import Case
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
 
     target = TritonConvertLayout()
     cases = []

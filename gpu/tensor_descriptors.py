@@ -53,7 +53,7 @@ def tiled_encoding(descriptor: HostTensorDescriptor, meta: Mapping[str, Any]) ->
 def expanded(descriptor: HostTensorDescriptor, meta: Mapping[str, Any]) -> list[Any]:
     """The kernel parameters of one descriptor argument: the tensor map (16 uint64 words, from the driver), then the
     shape and the strides as Python ints (their widths are the kernel's entry's)."""
-    from layoutfuzz.gpu.tma import encode_tensor_map
+    from layoutfuzz.gpu.tma_driver import encode_tensor_map
 
     return [encode_tensor_map(tiled_encoding(descriptor, meta)), *descriptor.shape, *descriptor.strides]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from layoutfuzz.harness.triton_compat import parse_version
+from layoutfuzz.harness.triton_compat import ENV, cache_root, folder_version, parse_version
 
 PACKAGES = ("harness", "oracles", "generators", "gpu", "reports")  # what the linked source folder holds
 READY = "layoutfuzz-ready.json"  # written last: an environment without it is half made and is remade
@@ -47,13 +47,6 @@ class TritonEnvironment:
         """The environment variables its commands run with: layoutfuzz's code first on the path."""
         paths = [str(linked_source())] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "PYTHONNOUSERSITE": "1", **dict(self.variables)}
-
-
-def cache_root() -> Path:
-    """Where environments live: $LAYOUTFUZZ_CACHE, else $XDG_CACHE_HOME/layoutfuzz, else ~/.cache/layoutfuzz."""
-    if os.environ.get("LAYOUTFUZZ_CACHE"):
-        return Path(os.environ["LAYOUTFUZZ_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "layoutfuzz"
 
 
 def linked_source() -> Path:
@@ -200,8 +193,6 @@ def for_python(python: str | Path) -> TritonEnvironment:
 
 def for_kernels(folder: Path) -> TritonEnvironment:
     """This interpreter running the kernels another Triton compiled ahead (``DIR/triton-VERSION``)."""
-    from layoutfuzz.gpu.prebuilt import ENV, folder_version
-
     version = folder_version(folder)
     return TritonEnvironment(version, Path(sys.executable), version, ((ENV, str(folder.resolve())),))
 

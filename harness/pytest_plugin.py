@@ -1,6 +1,6 @@
 """Campaigns on pytest-xdist workers: one shard per worker, one GPU per worker.
 
-    python -m pytest --pyargs harness.scaleout -n 2 --layoutfuzz-targets tma.swizzle,triton.tma \\
+    python -m pytest --pyargs layoutfuzz.gpu.scaleout -n 2 --layoutfuzz-targets tma.swizzle,triton.tma \\
         --layoutfuzz-budget 5m [--layoutfuzz-shards 2] [--layoutfuzz-host 1/3] [--layoutfuzz-out DIR]
 
 Each test item runs ``layoutfuzz run --shard G/N`` in a subprocess: the shards of this host are its
@@ -21,8 +21,8 @@ from layoutfuzz.harness.runner import Shard
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("layoutfuzz", "layoutfuzz campaigns as tests (harness.scaleout)")
-    group.addoption("--layoutfuzz-targets", metavar="NAMES", help="comma-separated targets; enables harness.scaleout")
+    group = parser.getgroup("layoutfuzz", "layoutfuzz campaigns as tests (gpu.scaleout)")
+    group.addoption("--layoutfuzz-targets", metavar="NAMES", help="comma-separated targets; enables gpu.scaleout")
     group.addoption("--layoutfuzz-budget", default="60s", metavar="DURATION", help="each shard's budget (default 60s)")
     group.addoption("--layoutfuzz-cases", default=None, metavar="N", help="cases per target (instead of a budget)")
     group.addoption("--layoutfuzz-seed", default="0", help="campaign seed (default 0)")

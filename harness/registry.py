@@ -9,41 +9,42 @@ from functools import cache
 from importlib.metadata import entry_points
 
 from layoutfuzz.harness.target import Target
+from layoutfuzz.reports import pictures
 
 ENTRY_POINT_GROUP = "layoutfuzz.targets"
 
-BUILTIN: dict[str, str] = {
+BUILTIN: dict[str, str] = {  # by folder (harness/targets, then gpu/targets); the module is the name, dots as underscores
     "triton.linear_layout": "layoutfuzz.harness.targets.triton_linear_layout:TritonLinearLayout",
     "triton.layouts": "layoutfuzz.harness.targets.triton_layouts:TritonLayouts",
     "triton.shared_layouts": "layoutfuzz.harness.targets.triton_shared_layouts:TritonSharedLayouts",
     "triton.bank_conflicts": "layoutfuzz.harness.targets.triton_bank_conflicts:TritonBankConflicts",
     "triton.compile": "layoutfuzz.harness.targets.triton_compile:TritonCompile",
-    "tma.swizzle": "layoutfuzz.gpu.targets:TmaSwizzle",
-    "tma.encode": "layoutfuzz.gpu.tma_encode:TmaEncode",
-    "tma.copy": "layoutfuzz.gpu.tma_copy:TmaCopy",
-    "wgmma.descriptor": "layoutfuzz.gpu.targets:WgmmaDescriptor",
-    "triton.convert_layout": "layoutfuzz.gpu.triton_targets:TritonConvertLayout",
-    "triton.convert_layout_shuffle": "layoutfuzz.gpu.triton_targets:TritonConvertLayoutShuffle",
-    "triton.convert_layout_cluster": "layoutfuzz.gpu.triton_clusters:TritonConvertLayoutCluster",
-    "triton.tma_cluster": "layoutfuzz.gpu.triton_tma_cluster:TritonTmaCluster",
-    "triton.tma_multicast": "layoutfuzz.gpu.triton_tma_multicast:TritonTmaMulticast",
-    "triton.tma_cluster_multicast": "layoutfuzz.gpu.triton_tma_multicast:TritonTmaClusterMulticast",
-    "triton.tma_cluster_store": "layoutfuzz.gpu.triton_tma_cluster_store:TritonTmaClusterStore",
-    "triton.shared_memory": "layoutfuzz.gpu.triton_targets:TritonSharedMemory",
-    "triton.tma": "layoutfuzz.gpu.triton_tma:TritonTma",
-    "triton.wgmma": "layoutfuzz.gpu.triton_wgmma:TritonWgmma",
     "pycute.layouts": "layoutfuzz.harness.targets.pycute_layouts:PycuteLayouts",
     "cute.layouts": "layoutfuzz.harness.targets.cute_dsl_layouts:CuteDslLayouts",
     "cute.smem_atoms": "layoutfuzz.harness.targets.cute_smem_atoms:CuteSmemAtoms",
     "triton.smem_atoms": "layoutfuzz.harness.targets.triton_smem_atoms:TritonSmemAtoms",
-    "triton.xor_swizzles": "layoutfuzz.harness.targets.xor_swizzles:TritonXorSwizzles",
-    "pycute.xor_swizzles": "layoutfuzz.harness.targets.xor_swizzles:PycuteXorSwizzles",
-    "cute.xor_swizzles": "layoutfuzz.harness.targets.xor_swizzles:CuteXorSwizzles",
+    "triton.xor_swizzles": "layoutfuzz.harness.targets.triton_xor_swizzles:TritonXorSwizzles",
+    "pycute.xor_swizzles": "layoutfuzz.harness.targets.pycute_xor_swizzles:PycuteXorSwizzles",
+    "cute.xor_swizzles": "layoutfuzz.harness.targets.cute_xor_swizzles:CuteXorSwizzles",
     "mosaic.layouts": "layoutfuzz.harness.targets.mosaic_layouts:MosaicLayouts",
-    "mosaic.gpu": "layoutfuzz.gpu.mosaic_gpu:MosaicGpu",
-    "tma.boxes": "layoutfuzz.gpu.tma_boxes:RawTmaBoxes",
-    "triton.tma_boxes": "layoutfuzz.gpu.tma_boxes:TritonTmaBoxes",
-    "mosaic.tma_boxes": "layoutfuzz.gpu.tma_boxes:MosaicTmaBoxes",
+    "tma.swizzle": "layoutfuzz.gpu.targets.tma_swizzle:TmaSwizzle",
+    "tma.encode": "layoutfuzz.gpu.targets.tma_encode:TmaEncode",
+    "tma.copy": "layoutfuzz.gpu.targets.tma_copy:TmaCopy",
+    "wgmma.descriptor": "layoutfuzz.gpu.targets.wgmma_descriptor:WgmmaDescriptor",
+    "triton.convert_layout": "layoutfuzz.gpu.targets.triton_convert_layout:TritonConvertLayout",
+    "triton.convert_layout_shuffle": "layoutfuzz.gpu.targets.triton_convert_layout:TritonConvertLayoutShuffle",
+    "triton.convert_layout_cluster": "layoutfuzz.gpu.targets.triton_convert_layout_cluster:TritonConvertLayoutCluster",
+    "triton.tma_cluster": "layoutfuzz.gpu.targets.triton_tma_cluster:TritonTmaCluster",
+    "triton.tma_multicast": "layoutfuzz.gpu.targets.triton_tma_multicast:TritonTmaMulticast",
+    "triton.tma_cluster_multicast": "layoutfuzz.gpu.targets.triton_tma_multicast:TritonTmaClusterMulticast",
+    "triton.tma_cluster_store": "layoutfuzz.gpu.targets.triton_tma_cluster_store:TritonTmaClusterStore",
+    "triton.shared_memory": "layoutfuzz.gpu.targets.triton_shared_memory:TritonSharedMemory",
+    "triton.tma": "layoutfuzz.gpu.targets.triton_tma:TritonTma",
+    "triton.wgmma": "layoutfuzz.gpu.targets.triton_wgmma:TritonWgmma",
+    "mosaic.gpu": "layoutfuzz.gpu.targets.mosaic_gpu:MosaicGpu",
+    "tma.boxes": "layoutfuzz.gpu.targets.tma_boxes:RawTmaBoxes",
+    "triton.tma_boxes": "layoutfuzz.gpu.targets.tma_boxes:TritonTmaBoxes",
+    "mosaic.tma_boxes": "layoutfuzz.gpu.targets.tma_boxes:MosaicTmaBoxes",
 }
 
 
@@ -132,3 +133,12 @@ def sanitized_parts(spec: str) -> tuple[str, str] | None:
     inner, _, tool = spec[len(SANITIZED) + 1:-1].rpartition("@")
     return (inner, tool) if inner and tool in SANITIZER_TOOLS else None
 
+
+def picture_target(name: str) -> Target | None:
+    """The installed target of this name, which draws the pictures of its reports (``reports.pictures``); None for
+    any other name (a report names its target as data: only installed targets are loaded, as ``harness.trust`` says)."""
+    spec = available_specs().get(name)
+    return None if spec is None else load(spec)
+
+
+pictures.target_of = picture_target

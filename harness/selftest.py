@@ -25,8 +25,8 @@ MAX_BUCKETS = 2  # a planted fault may land in at most this many root causes
 
 def tma_records(first_only: bool = False) -> int:
     """Recorded TMA windows (H200) the oracle does not reproduce."""
-    from layoutfuzz.gpu.targets import box_from_params
-    from layoutfuzz.gpu.tma import expected_window
+    from layoutfuzz.oracles.tma import box_from_params
+    from layoutfuzz.oracles.tma_windows import expected_window
 
     wrong = 0
     for case in truth.HW_TMA["cases"]:
@@ -40,7 +40,7 @@ def tma_records(first_only: bool = False) -> int:
 
 def wgmma_records(first_only: bool = False) -> int:
     """Recorded wgmma operand reads (H200, every type) the oracle does not reproduce."""
-    from layoutfuzz.gpu.wgmma import probe_layout
+    from layoutfuzz.oracles.wgmma import probe_layout
 
     wrong = 0
     for case in truth.HW_WGMMA["cases"] + truth.HW_WGMMA_TYPES["cases"]:
@@ -53,13 +53,13 @@ def wgmma_records(first_only: bool = False) -> int:
 
 def convert_records(first_only: bool = False) -> int:
     """Recorded Gluon conversions (H100) where the oracle names another holder for some element."""
-    from layoutfuzz.gpu import triton_targets
+    from layoutfuzz.oracles import algorithms
     from layoutfuzz.oracles.linear_layout import LinearLayout
 
     wrong = 0
     for case in truth.HW_CONVERT["cases"]:
         p = case["params"]
-        table = [triton_targets.holders(LinearLayout.from_dict(p[side]), p["shape"]) for side in ("a", "b")]
+        table = [algorithms.holders(LinearLayout.from_dict(p[side]), p["shape"]) for side in ("a", "b")]
         wrong += hashlib.sha256(json.dumps(table).encode()).hexdigest() != case["sha256"]
         if wrong and first_only:
             break
@@ -135,10 +135,9 @@ def _lbo_field_honoured() -> Iterator[None]:
     """The descriptor's LBO field (in 16-byte units) used for swizzled K-major operands."""
     import dataclasses
 
-    from layoutfuzz.gpu import wgmma as probe
     from layoutfuzz.oracles.cute import Layout
 
-    layout, read = wgmma.CanonicalLayout.layout, probe.probe_layout
+    layout, read = wgmma.CanonicalLayout.layout, wgmma.probe_layout
 
     def with_lbo(self):
         if self.major is wgmma.Major.K and self.swizzle is not wgmma.SwizzleMode.NONE:
@@ -150,7 +149,7 @@ def _lbo_field_honoured() -> Iterator[None]:
         canonical = read(p)
         return canonical if p.get("lbo_field") is None else dataclasses.replace(canonical, lbo=16 * int(p["lbo_field"]))
 
-    with mock.patch.object(wgmma.CanonicalLayout, "layout", with_lbo), mock.patch.object(probe, "probe_layout", field_as_lbo):
+    with mock.patch.object(wgmma.CanonicalLayout, "layout", with_lbo), mock.patch.object(wgmma, "probe_layout", field_as_lbo):
         yield
 
 
@@ -163,10 +162,10 @@ def _broadcast_bits(layout) -> int:
 
 
 def _holders(change: Callable) -> AbstractContextManager:
-    from layoutfuzz.gpu import triton_targets
+    from layoutfuzz.oracles import algorithms
 
-    original = triton_targets.holders
-    return mock.patch.object(triton_targets, "holders", lambda layout, shape: change(layout, shape, original))
+    original = algorithms.holders
+    return mock.patch.object(algorithms, "holders", lambda layout, shape: change(layout, shape, original))
 
 
 def _dropped_broadcast(layout, shape, original):

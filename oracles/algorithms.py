@@ -7,6 +7,7 @@
 - ``wavefronts``: Lemma 9.4, with the threads of one 128-byte transaction as in 5.4.
 - ``bank_conflicts``: exact per-wavefront conflicts, by enumerating one warp's accesses.
 - ``optimal_swizzle``: the memory layout of 5.4/9.2, and ``lemma_9_5_bound`` to check it.
+- ``holders``: which thread stores each element of a distributed layout (the right inverse, slack variables zero).
 
 Vectors of the logical tensor are bit-packed ints (first dim in the low bits), as in ``f2``.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 
@@ -287,3 +289,15 @@ def _independent(base: Sequence[int], candidates: Sequence[int]) -> list[int]:
 def lemma_9_5_bound(u: Sequence[int], v: Sequence[int], d: int) -> int:
     """Largest dimension of a subspace meeting span(u) ∪ span(v) only in 0: d - max(dim U, dim V)."""
     return d - max(span_dim(u), span_dim(v))
+
+
+def holders(layout: LinearLayout, shape: list[int]) -> list[int]:
+    """For each element (row-major), the thread that stores it, numbered across the cluster (``%tid.x`` plus the
+    CTA's rank times its threads): the copy whose broadcast lane, warp and block bits are zero (the right inverse with
+    slack variables zero)."""
+    names = [n for n, _ in layout.out_dims]
+    # the right inverse with its inputs reversed: its packed input is the row-major index (last dim fastest)
+    hardware = layout.right_inverse().transpose_ins(names[::-1]).apply_all()
+    zeros = np.zeros(prod(shape), dtype=np.int64)
+    threads = 32 * dict(layout.in_sizes).get("warp", 1)
+    return (hardware.get("lane", zeros) + 32 * hardware.get("warp", zeros) + threads * hardware.get("block", zeros)).tolist()

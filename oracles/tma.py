@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import enum
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from math import ceil, prod
+from typing import Any
 
 from layoutfuzz.oracles.cute import Swizzle
 from layoutfuzz.oracles.linear_layout import LayoutError, LinearLayout
@@ -249,3 +250,9 @@ def block_boxes(block_shape: Sequence[int], element_bytes: int, swizzle_bytes: i
     dims = (width, *reversed(outer))
     size = prod(dims) * element_bytes
     return [(c, TiledBox(dims, element_bytes, (1,) * len(dims), mode, (c // width) * size)) for c in range(0, inner, width)]
+
+
+def box_from_params(p: Mapping[str, Any]) -> TiledBox:
+    """The tiled box a TMA case's params describe."""
+    return TiledBox(tuple(p["box_dims"]), p["element_bytes"], tuple(p["element_strides"]), SwizzleMode[p["swizzle"]], p["dst"],
+                    p.get("interleave", 0))

@@ -6,17 +6,22 @@ memory, and no mode's XOR reaches below bit 3 (the 8-byte flip of 128B/32B+8B is
 its granules: granule ``j`` of row ``r`` comes from global byte ``src(r) + 8 j`` and lands at shared
 byte ``swizzle(dstMem + row_bytes * r + 8 j)``, where ``r`` counts the outer indices innermost first
 (``TiledBox.dense_offset``) and ``src(r)`` adds each outer index times its element stride and global pitch
-(``gpu.tma.box_encoding``: rows padded to 16 bytes). Every step is an integer array operation over all
+(``box_encoding``: rows padded to 16 bytes). Every step is an integer array operation over all
 granules of all boxes; the swizzle is the modes' XOR terms, ``(x & (mask << (M+S))) >> S`` each.
+
+Also here, the oracle's side of the TMA driver (``gpu.tma_driver``): a box's tensor map (``box_encoding``), the global
+data it reads (``global_bytes``, ``hashed_bytes``), and one box's window element by element (``expected_window``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
+from layoutfuzz.oracles.tensor_map import TiledEncoding
 from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 
 GRANULE = 8  # bytes moved together by every mode (the 128B/32B+8B flip moves 8-byte halves)
@@ -132,3 +137,71 @@ def window_mismatches(placed: Placements, data_words: np.ndarray, observed: np.n
     unfilled = np.count_nonzero(words != fill_word, axis=1)
     unfilled_placed = np.bincount(placed.case, weights=got != fill_word, minlength=placed.count)
     return wrong | (unfilled != unfilled_placed)
+
+
+FILL = 0xA5  # shared-memory bytes the copy does not write keep this value
+
+
+DTYPE_BY_BYTES = {1: 0, 2: 1, 4: 2, 8: 4}  # CU_TENSOR_MAP_DATA_TYPE_UINT8/16/32, UINT64 (value 4)
+
+
+def box_encoding(box: TiledBox, address: int = 0) -> TiledEncoding:
+    """The ``cuTensorMapEncodeTiled`` arguments of a global tensor just large enough for the box, read from coordinate 0:
+    rows padded to 16 bytes (the driver's rule)."""
+    if box.element_bytes not in DTYPE_BY_BYTES or box.swizzle.spec.cuda is None:
+        raise ValueError(f"no CUDA tensor map for {box.element_bytes}-byte elements in mode {box.swizzle.spec.name}")
+    dims = tuple(box.box_dims)
+    strides, pitch = [], -(-dims[0] * box.element_bytes // 16) * 16
+    for d in dims[1:]:
+        strides.append(pitch)
+        pitch *= d
+    return TiledEncoding(DTYPE_BY_BYTES[box.element_bytes], address, dims, tuple(strides), dims, tuple(box.element_strides),
+                         swizzle=box.swizzle.spec.cuda)
+
+
+def global_bytes(encoding: TiledEncoding) -> np.ndarray:
+    """The global tensor's bytes: a hash of each byte's offset, so misplaced data shows."""
+    return hashed_bytes(encoding.global_bytes)
+
+
+def hashed_bytes(size: int) -> np.ndarray:
+    """``size`` bytes, each a hash of its offset: every tensor's data is the start of the same sequence, so
+    one buffer of the largest serves a batch of tensor maps (read-only: a view of the sequence made so far)."""
+    global _HASHED
+    if size > _HASHED.size:  # grown by doubling, as a repeat of one period: a box's tensor may span 64 MiB
+        _HASHED = np.resize(_hash_period(), max(size, 2 * _HASHED.size, HASH_PERIOD))
+        _HASHED.flags.writeable = False
+    return _HASHED[:size]
+
+
+HASH_PERIOD = 1 << 21  # byte i is bits 13-20 of i * 0x9E3779B1, which depend on i mod 2^21 alone (the factor is odd)
+
+
+@cache
+def _hash_period() -> np.ndarray:
+    index = np.arange(HASH_PERIOD, dtype=np.uint64)
+    return ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8)
+
+
+_HASHED = np.empty(0, np.uint8)
+
+
+def source_words(boxes: list[TiledBox]) -> np.ndarray:
+    """The global data every box of a batch reads (``hashed_bytes`` up to the largest tensor), as 8-byte words:
+    what ``oracles.tma_windows`` places."""
+    size = max(box_encoding(box).global_bytes for box in boxes)
+    return hashed_bytes(-(-size // 8) * 8).view(np.uint64)
+
+
+def expected_window(box: TiledBox, window: int) -> np.ndarray:
+    """The oracle's shared-memory window after the copy (``box.dst`` counted from its base)."""
+    encoding = box_encoding(box)
+    data = global_bytes(encoding)
+    out = np.full(window, FILL, dtype=np.uint8)
+    e = box.element_bytes
+    pitches = (e, *encoding.global_strides)
+    for index in box.indices():
+        src = sum(i * s * p for i, s, p in zip(index, box.element_strides, pitches))
+        dst = box.address(index)
+        out[dst : dst + e] = data[src : src + e]
+    return out

@@ -12,13 +12,16 @@ How the base offset enters (measured on an H200, docs/results/): the swizzle XOR
 offset 0 the phase is that of the absolute address, which is what TMA writes (seed 004).
 
 Also here: CUTLASS's ``make_gmma_desc`` (seed 002) that derives a descriptor from a CuTe
-shared-memory layout; it always writes base offset 0.
+shared-memory layout; it always writes base offset 0. And the oracle's side of the descriptor probe
+(``gpu.wgmma_probe``): a probe case's element types (``DTYPES``), base offset and canonical layout (``probe_layout``).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from layoutfuzz.oracles.cute import ComposedLayout, Layout, Swizzle
 from layoutfuzz.oracles.linear_layout import LayoutError, LinearLayout, log2_exact
@@ -307,3 +310,25 @@ def swizzle_atom(major: Major, mode: SwizzleMode, elem_bits: int) -> tuple[int, 
     the leading dimension)."""
     T, W = element_units(elem_bits), SwizzleMode(mode).width
     return (W * T, 8) if Major(major) is Major.MN else (8, W * T)
+
+
+# element type -> (kernel code, bits, digit bits: the largest n with every integer below 2^n exact)
+DTYPES = {
+    "f16": (0, 16, 11), "bf16": (1, 16, 8), "tf32": (2, 32, 11), "e4m3": (3, 8, 4), "e5m2": (4, 8, 3),
+    "s8": (5, 8, 7), "u8": (6, 8, 8),
+}
+
+
+def probe_base_offset(p: Mapping[str, Any]) -> int:
+    """The base-offset field of a probe case: PTX's rule with the pattern starting on the start
+    address's row, 0 as CUTLASS and the other peers write it, or a given value."""
+    if p["base_offset"] == "ptx":
+        return descriptor_base_offset(p["start"] - p["start"] % 128, SwizzleMode[p["swizzle"]])
+    return 0 if p["base_offset"] == "zero" else int(p["base_offset"])
+
+
+def probe_layout(p: Mapping[str, Any]) -> CanonicalLayout:
+    """The canonical layout of the operand under test (offsets from the 1024-aligned window base)."""
+    bits = DTYPES[p.get("dtype", "f16")][1]
+    return CanonicalLayout(Major(p["major"]), SwizzleMode[p["swizzle"]], bits, p["m"], p["k"], p["lbo"], p["sbo"], p["start"],
+                           probe_base_offset(p))

@@ -1,5 +1,7 @@
-"""Pictures of divergences (PNG, via matplotlib): which thread holds which element, swizzle grids
-in the manner of the PTX figures, mismatches in red; and the offline HTML report of a campaign."""
+"""Pictures of divergences (PNG, via matplotlib), and the offline HTML report of a campaign. A target draws its own
+domain's picture (``Target.picture``: which thread holds which element, swizzle grids in the manner of the PTX figures,
+mismatches in red) with the helpers here; any other report gets the shared-memory window's wrong cells, or its
+values."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ import io
 import json
 import re
 import textwrap
+from collections.abc import Callable
 from html import escape
-from math import prod
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +23,12 @@ CELL = 16  # bytes per cell, as in PTX 5.5.7's figures
 WRAP = 120  # characters of a value per row of the values picture
 MAX_WRAPPED = 40  # rows a value takes in the picture at most (the page shows the rest)
 
+# A report's target name -> the target that draws its picture (None for none). The harness sets it (``harness.registry``:
+# installed targets only, as ``harness.trust`` allows): this package imports nothing of the harness.
+target_of: Callable[[str], Any] | None = None
 
-def _plt():
+
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -36,7 +42,7 @@ def mismatched_cells(lines: list[str]) -> list[int]:
     return [int(m.group(1), 16) for line in lines if (m := re.match(r"cell (0x[0-9a-fA-F]+):", line))]
 
 
-def _cells(ax, grid: np.ndarray, bad: np.ndarray, title: str, xlabel: str, ylabel: str,
+def cells(ax, grid: np.ndarray, bad: np.ndarray, title: str, xlabel: str, ylabel: str,
            labels: np.ndarray | None = None) -> None:
     """A grid of 16-byte cells: grey shades by ``grid`` (mod 8), red where ``bad``."""
     shade = 0.93 - 0.45 * (grid % 8) / 8
@@ -51,73 +57,16 @@ def _cells(ax, grid: np.ndarray, bad: np.ndarray, title: str, xlabel: str, ylabe
     ax.set_ylabel(ylabel)
 
 
-def _tma_figure(report: dict[str, Any]):
-    from layoutfuzz.gpu.triton_tma import first_box, padded_shape
-
-    plt = _plt()
-    p = report["case"]["params"]
-    e = p["elem_bits"] // 8
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
-    box = first_box(p)
-    lines = min(16, max(1, box.footprint_bytes // 128))
-    labels = np.zeros((lines, 8), dtype=int)  # which 16-byte chunk of its row each shared-memory cell holds
-    for index in box.indices():
-        address = box.address(index)
-        if address // 128 < lines and index[0] * e % CELL == 0:
-            labels[address // 128, (address % 128) // CELL] = index[0] * e // CELL
-    _cells(left, labels, np.zeros_like(labels, dtype=bool), f"shared memory ({p['swizzle']}B swizzle): which 16 B of its row each cell holds",
-           "16-byte cell within the 128-byte line", "128-byte line", labels)
-    row_bytes = padded_shape(p)[-1] * e
-    rows = min(64, prod(p["global_shape"][:-1]))
-    per_row = -(-row_bytes // CELL)
-    bad = np.zeros((rows, per_row), dtype=bool)
-    for address in mismatched_cells(report.get("first_mismatches", [])):
-        for byte in range(address, address + CELL):  # the global tensor's 16-byte cells a mismatch touches
-            if byte // row_bytes < rows:
-                bad[byte // row_bytes, (byte % row_bytes) // CELL] = True
-    bound = p["global_shape"][-1] * e / CELL - 0.5
-    _cells(right, np.zeros_like(bad, dtype=int), bad, f"global tensor ({rows} rows shown): wrong cells in red (the first 8 reported)",
-           "16-byte cell of the row (row stride included)", "row (outer dims flattened)")
-    right.axvline(bound, color="blue", linewidth=1)
-    right.text(bound, -0.8, " innermost bound", color="blue", fontsize=7)
-    return fig
-
-
 def _window_figure(report: dict[str, Any]):
-    plt = _plt()
+    plt = pyplot()
     cells = mismatched_cells(report.get("first_mismatches", []))
     lines = max(8, max((c // 128 for c in cells), default=0) + 1)
     bad = np.zeros((lines, 8), dtype=bool)
     for c in cells:
         bad[c // 128, (c % 128) // CELL] = True
     fig, ax = plt.subplots(figsize=(5, max(3, lines * 0.25)))
-    _cells(ax, np.zeros_like(bad, dtype=int), bad, "shared-memory window: wrong 16-byte cells in red",
+    cells(ax, np.zeros_like(bad, dtype=int), bad, "shared-memory window: wrong 16-byte cells in red",
            "16-byte cell within the 128-byte line", "128-byte line")
-    return fig
-
-
-def _holder_figure(report: dict[str, Any]):
-    plt = _plt()
-    p = report["case"]["params"]
-    shape = p["shape"]
-    rows = prod(shape[:-1])
-    expected, observed = report["expected"], report["observed"]
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
-    for col, side in enumerate(("a", "b")):
-        want = np.asarray(expected[f"holders_{side}"]).reshape(rows, shape[-1])
-        got = np.asarray(observed[f"holders_{side}"]).reshape(rows, shape[-1])
-        for row, (values, name) in enumerate(((want, "oracle"), (got, "GPU"))):
-            ax = axes[row][col]
-            ax.imshow(values, cmap="viridis", aspect="auto", interpolation="nearest")
-            wrong = np.argwhere(want != got)
-            if wrong.size:
-                ax.scatter(wrong[:, 1], wrong[:, 0], marker="x", color="red", s=12)
-            ax.set_title(f"layout {side.upper()}: %tid.x holding each element ({name})", fontsize=9)
-            ax.set_xlabel(f"dim{len(shape) - 1}")
-            ax.set_ylabel("other dims, row-major")
-    data = observed.get("data_mismatches", 0)
-    fig.suptitle(f"{report['case_id']}: holders {'agree' if expected['holders_a'] == observed['holders_a'] and expected['holders_b'] == observed['holders_b'] else 'differ (red x)'}; "
-                 f"{data} element value(s) wrong after the conversion", fontsize=10)
     return fig
 
 
@@ -135,7 +84,7 @@ def value_rows(report: dict[str, Any], width: int = WRAP) -> list[list[str]]:
 
 
 def _values_figure(report: dict[str, Any]):
-    plt = _plt()
+    plt = pyplot()
     rows = value_rows(report)
     fig, ax = plt.subplots(figsize=(11, 0.9 + 0.22 * len(rows)))
     ax.axis("off")
@@ -148,77 +97,8 @@ def _values_figure(report: dict[str, Any]):
     return fig
 
 
-def _bank_figure(report: dict[str, Any]):
-    """Which bank each lane's access hits in the busiest transaction; banks asked for two or more
-    different 4-byte words (a conflict) in red."""
-    from layoutfuzz.harness.targets.triton_bank_conflicts import TritonBankConflicts
-    from layoutfuzz.oracles.algorithms import BANKS, busiest_access
-
-    plt = _plt()
-    case = _case(report)
-    shared, dist, _ = TritonBankConflicts()._layouts(case)
-    first_lane, words = busiest_access(shared, dist, case.params["elem_bits"])
-    lanes = words.shape[0]
-    grid = np.full((lanes, BANKS), np.nan)
-    for lane in range(lanes):
-        for word in words[lane]:
-            grid[lane, word % BANKS] = word // BANKS
-    per_bank = [len({int(w) for w in np.unique(words) if w % BANKS == b}) for b in range(BANKS)]
-    fig, ax = plt.subplots(figsize=(9, 0.25 * lanes + 1.8))
-    ax.imshow(np.ma.masked_invalid(grid), cmap="Greys", aspect="auto", interpolation="nearest", vmin=-1)
-    conflicted = {b for b, n in enumerate(per_bank) if n > 1}
-    hits = [(lane, int(w) % BANKS) for lane in range(lanes) for w in words[lane] if int(w) % BANKS in conflicted]
-    if hits:
-        ax.scatter([b for _, b in hits], [lane for lane, _ in hits], marker="s", color="red", s=30)
-    ax.set_xlabel("bank (4-byte word mod 32); red: lanes asking a bank for two or more different words (a conflict)")
-    ax.set_ylabel(f"lane (from lane {first_lane})")
-    expected, observed = report.get("expected") or {}, report.get("observed") or {}
-    ax.set_title(f"{report['case_id']}: the busiest transaction; exact {expected.get('bank_conflicts')} conflict(s), "
-                 f"Triton {observed.get('bank_conflicts', observed)}", fontsize=9)
-    return fig
-
-
-def _thread_grid(bases: dict[str, list[list[int]]], shape: list[int]) -> np.ndarray:
-    """For each element of ``shape`` (rows = all but the last dim), the first thread (lane + 32 warp)
-    that holds it in a distributed layout's bases; -1 where none does."""
-    from layoutfuzz.oracles.linear_layout import LinearLayout
-
-    names = [f"dim{i}" for i in range(len(shape))]
-    layout = LinearLayout.from_bases({k: v for k, v in bases.items() if k in ("register", "lane", "warp")},
-                                     list(zip(names, shape)))
-    grid = np.full(prod(shape), -1)
-    for reg in range(layout.in_dim_size("register")):
-        for lane in range(layout.in_dim_size("lane")):
-            for warp in range(layout.in_dim_size("warp")):
-                out = layout.apply({"register": reg, "lane": lane, "warp": warp})
-                flat = 0
-                for name, size in zip(names, shape):
-                    flat = flat * size + out[name]
-                if grid[flat] < 0:
-                    grid[flat] = lane + 32 * warp
-    return grid.reshape(prod(shape[:-1]), shape[-1])
-
-
-def _layout_figure(report: dict[str, Any]):
-    """Which thread holds each element: the oracle's layout above Triton's, disagreements as red x."""
-    plt = _plt()
-    shape = list(_case(report).params["shape"])
-    want = _thread_grid(report["expected"], shape)
-    got = _thread_grid(report["observed"], shape)
-    fig, axes = plt.subplots(2, 1, figsize=(8, 7))
-    wrong = np.argwhere(want != got)
-    for ax, values, name in ((axes[0], want, "oracle"), (axes[1], got, "Triton")):
-        ax.imshow(values, cmap="viridis", aspect="auto", interpolation="nearest")
-        if wrong.size:
-            ax.scatter(wrong[:, 1], wrong[:, 0], marker="x", color="red", s=12)
-        ax.set_title(f"thread (lane + 32 warp) holding each element ({name})", fontsize=9)
-        ax.set_xlabel(f"dim{len(shape) - 1}")
-        ax.set_ylabel("other dims, row-major")
-    fig.suptitle(f"{report['case_id']}: {len(wrong)} element(s) held by another thread", fontsize=10)
-    return fig
-
-
-def _case(report: dict[str, Any]):
+def case_of(report: dict[str, Any]):
+    """The report's case as a ``Case``."""
     from layoutfuzz.generators.case import Case
 
     return Case.from_dict(report["case"])
@@ -234,30 +114,31 @@ def reduced_view(report: dict[str, Any]) -> dict[str, Any]:
             "detail": report.get("reduced_detail", report.get("detail", ""))}
 
 
+def target_picture(report: dict[str, Any]):
+    """The figure the report's target draws of it (its ``picture`` method), or None where it draws none, or where no
+    target is known by the report's name (``target_of``)."""
+    try:
+        target = target_of(str(report.get("target", ""))) if target_of is not None else None
+    except Exception:  # a target that cannot be loaded here draws nothing
+        return None
+    draw = getattr(target, "picture", None)
+    return draw(report) if draw is not None else None
+
+
 def picture(report: dict[str, Any]) -> bytes:
     """A PNG of one report's divergence, in its own domain."""
-    target, expected, observed = report["target"], report.get("expected"), report.get("observed")
-    holders = all(isinstance(v, dict) and "holders_a" in v and "holders_b" in v for v in (expected, observed))
-    bases = all(isinstance(v, dict) and "lane" in v and "register" in v for v in (expected, observed))
     try:
-        if target == "triton.convert_layout" and holders:
-            fig = _holder_figure(report)
-        elif target == "triton.layouts" and bases:
-            fig = _layout_figure(report)
-        elif target == "triton.bank_conflicts" and isinstance(expected, dict) and "bank_conflicts" in expected:
-            fig = _bank_figure(report)
-        elif target == "triton.tma" and report["case"]["params"].get("block"):
-            fig = _tma_figure(report)
-        elif mismatched_cells(report.get("first_mismatches", [])):
+        fig = target_picture(report)
+        if fig is None and mismatched_cells(report.get("first_mismatches", [])):
             fig = _window_figure(report)
-        else:
+        elif fig is None:
             fig = _values_figure(report)
     except Exception:  # a picture never costs the report: fall back to the values
         fig = _values_figure(report)
     buffer = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buffer, format="png", dpi=110)
-    _plt().close(fig)
+    pyplot().close(fig)
     return buffer.getvalue()
 
 

@@ -16,7 +16,7 @@ def triton_cache(tmp_path, monkeypatch):
 
 
 def _frontend_ttgir(target, case) -> str:
-    from layoutfuzz.gpu.triton_targets import compile_for_sm90
+    from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90
 
     spec = target.kernel_spec(case)
     return compile_for_sm90(spec.kernel, spec.signature, spec.constexprs, spec.num_warps, spec.num_ctas).asm["ttgir"]
@@ -34,8 +34,8 @@ def _cases(target, want: int, keep=lambda params: True):
 
 def test_the_written_module_is_the_frontends_for_every_rank_and_cluster():
     from layoutfuzz.gpu.direct_ttgir import canonical
-    from layoutfuzz.gpu.triton_clusters import TritonConvertLayoutCluster, ctas_tile
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_convert_layout_cluster import TritonConvertLayoutCluster, ctas_tile
 
     plain, cluster = TritonConvertLayout(), TritonConvertLayoutCluster()
     cases = [(plain, c) for rank in (1, 2, 3) for c in _cases(plain, 4, lambda p, r=rank: len(p["shape"]) == r)]
@@ -48,7 +48,7 @@ def test_the_written_module_is_the_frontends_for_every_rank_and_cluster():
 def test_the_written_shared_probe_is_the_frontends_for_every_kind_of_shared_layout():
     from layoutfuzz.generators.case import Case
     from layoutfuzz.gpu.direct_ttgir import canonical
-    from layoutfuzz.gpu.triton_targets import TritonSharedMemory
+    from layoutfuzz.gpu.targets.triton_shared_memory import TritonSharedMemory
 
     target = TritonSharedMemory()
     for kind in ("swizzled_shared", "nvmma_shared", "linear"):
@@ -62,7 +62,7 @@ def test_the_written_shared_probe_is_the_frontends_for_every_kind_of_shared_layo
 def test_one_layout_on_both_sides_shares_its_offsets_as_the_frontend_does(rank):
     from layoutfuzz.generators.case import Case
     from layoutfuzz.gpu.direct_ttgir import canonical
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
 
     target = TritonConvertLayout()
     base = _cases(target, 1, lambda p: len(p["shape"]) == rank)[0]
@@ -75,7 +75,8 @@ def test_one_layout_on_both_sides_shares_its_offsets_as_the_frontend_does(rank):
 def test_a_kernel_compiled_from_the_written_module_has_the_frontends_ptx_and_launch_facts():
     from layoutfuzz.gpu.direct_ttgir import compile_ttgir
     from layoutfuzz.gpu.prebuilt import from_triton
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout, compile_for_sm90
+    from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
 
     def code(ptx: str) -> list[str]:  # the PTX without its debug lines and sections
         lines = []
@@ -118,9 +119,9 @@ def test_the_written_module_is_trusted_only_after_it_agreed_and_checked_again_no
 
 
 def test_a_target_compiles_through_the_frontend_first_then_from_the_written_module(monkeypatch):
-    from layoutfuzz.gpu import triton_targets
     from layoutfuzz.gpu.direct_ttgir import DirectTtgir
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.targets import gluon_kernel as triton_targets
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
 
     monkeypatch.setattr(triton_targets, "_DIRECT", DirectTtgir())
     calls = []
@@ -145,7 +146,8 @@ def test_single_threaded_mlir_gives_the_same_llvm_ir_and_ptx(tmp_path, monkeypat
     import triton
     from triton.backends.compiler import GPUTarget
 
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout, TritonSharedMemory
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_shared_memory import TritonSharedMemory
 
     source = tmp_path / "probe.ttgir"
     for target in (TritonConvertLayout(), TritonSharedMemory()):
@@ -165,7 +167,7 @@ def test_single_threaded_mlir_gives_the_same_llvm_ir_and_ptx(tmp_path, monkeypat
 def test_campaign_compiles_keep_a_users_mlir_threading(monkeypatch):
     import os
 
-    from layoutfuzz.gpu.triton_targets import single_threaded_mlir
+    from layoutfuzz.gpu.targets.gluon_kernel import single_threaded_mlir
 
     monkeypatch.delenv("MLIR_DISABLE_MULTITHREADING", raising=False)
     single_threaded_mlir()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.gpu.mosaic_gpu import _data, expected_image
+from layoutfuzz.gpu.targets.mosaic_gpu import _data, expected_image
 from layoutfuzz.harness import registry
 from layoutfuzz.harness.runner import make_case
 

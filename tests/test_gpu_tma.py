@@ -7,9 +7,9 @@ import pytest
 
 from layoutfuzz.generators.source import RandomSource
 from layoutfuzz.generators.tma import MAX_BOX_BYTES, MAX_DST_OFFSET, device_box
-from layoutfuzz.gpu.targets import WINDOW, TmaSwizzle, compare_windows
-from layoutfuzz.gpu.tma import FILL, box_encoding, expected_window, global_bytes
+from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, TmaSwizzle, compare_windows
 from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
+from layoutfuzz.oracles.tma_windows import FILL, box_encoding, expected_window, global_bytes
 
 
 def test_box_encodings_follow_the_driver_rules():
@@ -76,7 +76,7 @@ def test_kernel_compiles_for_sm_90a_without_a_gpu():
 
 @pytest.mark.gpu
 def test_hardware_copies_match_the_oracle_for_a_batch():
-    from layoutfuzz.gpu.tma import TmaRunner
+    from layoutfuzz.gpu.tma_driver import TmaRunner
 
     runner = TmaRunner()
     boxes = [device_box(RandomSource(f"gpu/{i}")) for i in range(400)]
@@ -105,7 +105,7 @@ def test_target_passes_one_case():
 def test_raw_copies_from_negative_16_byte_aligned_coordinates_zero_fill(mode):
     # docs/findings.md: without Triton, a load at (-4, -4) (int32: the inner start 16-byte aligned,
     # the box entirely out of bounds) zero-fills and does not trap
-    from layoutfuzz.gpu.tma import TmaRunner
+    from layoutfuzz.gpu.tma_driver import TmaRunner
 
     box = TiledBox((16, 4), 4, (1, 1), mode, 0)
     (window,) = TmaRunner().run([box], 4096, coord=-4)
@@ -121,7 +121,7 @@ def test_raw_copy_from_a_misaligned_inner_coordinate_traps():
     from pathlib import Path
 
     script = (
-        "from layoutfuzz.gpu.tma import TmaRunner\n"
+        "from layoutfuzz.gpu.tma_driver import TmaRunner\n"
         "from layoutfuzz.oracles.tma import SwizzleMode, TiledBox\n"
         "TmaRunner().run([TiledBox((16, 4), 4, (1, 1), SwizzleMode.NONE, 0)], 4096, coord=-1)\n"
     )
@@ -131,8 +131,8 @@ def test_raw_copy_from_a_misaligned_inner_coordinate_traps():
 
 
 def _store_params(inner: int, row_stride_elems: int, rows: int, box: tuple[int, int]):
-    from layoutfuzz.gpu.tma import DTYPE_BY_BYTES
     from layoutfuzz.oracles.tensor_map import TiledEncoding
+    from layoutfuzz.oracles.tma_windows import DTYPE_BY_BYTES
 
     return TiledEncoding(DTYPE_BY_BYTES[4], 0, (inner, rows), (row_stride_elems * 4,), box, (1, 1))
 
@@ -142,7 +142,7 @@ def test_raw_store_writes_the_whole_granule_past_an_unaligned_inner_bound():
     # docs/findings.md, one layer below Triton: int32 rows of 21 elements (84 bytes) padded to 32;
     # an 8-element box at x = 16 covers 16..23: 16..20 are in bounds, 21..23 lie past the bound but
     # inside the 16-byte granule [80, 96) that holds it; 24..31 lie beyond that granule
-    from layoutfuzz.gpu.tma import TmaStoreRunner, stored_pattern
+    from layoutfuzz.gpu.tma_driver import TmaStoreRunner, stored_pattern
 
     params = _store_params(21, 32, 2, (8, 1))
     out = TmaStoreRunner().store(params, (16, 0), 0x5A).view("<u4").reshape(2, 32)
@@ -161,7 +161,7 @@ def test_raw_store_at_a_negative_coordinate_traps():
     from pathlib import Path
 
     script = (
-        "from layoutfuzz.gpu.tma import DTYPE_BY_BYTES, TmaStoreRunner\n"
+        "from layoutfuzz.gpu.tma_driver import DTYPE_BY_BYTES, TmaStoreRunner\n"
         "from layoutfuzz.oracles.tensor_map import TiledEncoding\n"
         "p = TiledEncoding(DTYPE_BY_BYTES[4], 0, (16, 4), (64,), (8, 1), (1, 1))\n"
         "TmaStoreRunner().store(p, (-4, 0), 0x5A)\n"
@@ -176,7 +176,7 @@ def test_raw_store_at_a_negative_coordinate_traps():
 def test_one_launch_for_many_boxes_gives_each_case_its_own_verdict():
     # issue 16: observed_batch (one launch, one source buffer for every map) and compare_batch (the oracle over
     # arrays) against the same cases one by one; a planted wrong byte is found in its case alone
-    from layoutfuzz.gpu.targets import Refused, TmaSwizzle, _Window
+    from layoutfuzz.gpu.targets.tma_swizzle import Refused, TmaSwizzle, _Window
     from layoutfuzz.harness.runner import make_case
 
     target = TmaSwizzle()
@@ -207,10 +207,10 @@ def test_the_device_finds_the_windows_the_host_finds():
     # issue 16: the comparison on the device (DeviceWindows.mismatches) against oracles.tma_windows.window_mismatches
     # on the host copies of the same windows; wrong data in a placed granule, and a byte written outside the box,
     # each planted on the device in a case of its own, are found in that case alone, both ways
-    from layoutfuzz.gpu.targets import WINDOW, TmaSwizzle, _DeviceWindow, box_from_params
-    from layoutfuzz.gpu.tma import FILL, source_words
+    from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, TmaSwizzle, _DeviceWindow
     from layoutfuzz.harness.runner import make_case
-    from layoutfuzz.oracles.tma_windows import placements, window_mismatches
+    from layoutfuzz.oracles.tma import box_from_params
+    from layoutfuzz.oracles.tma_windows import FILL, placements, source_words, window_mismatches
 
     target = TmaSwizzle()
     cases = [make_case(target, 12, i) for i in range(400)]

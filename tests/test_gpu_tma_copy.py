@@ -16,7 +16,7 @@ def test_loads_and_stores_over_tensors_match_the_oracle():
     # 1,500 copies in one launch: every copy the driver accepts agrees with the oracle byte for byte, windows and
     # regions (guard zones included); each refusal is one the validity oracle predicts; and the granule rule is
     # exercised (stores cut inside a granule occur)
-    from layoutfuzz.gpu.tma_copy import TmaCopy
+    from layoutfuzz.gpu.targets.tma_copy import TmaCopy
 
     target = TmaCopy()
     cases = [Case("tma.copy", 21, i, tensor_copy(source_for("tma.copy", 21, i))) for i in range(1500)]
@@ -33,8 +33,8 @@ def test_loads_and_stores_over_tensors_match_the_oracle():
 
 @pytest.mark.gpu
 def test_a_planted_guard_write_and_the_per_case_path_agree_with_the_batch():
-    from layoutfuzz.gpu.tma import GUARD
-    from layoutfuzz.gpu.tma_copy import CopyResult, TmaCopy
+    from layoutfuzz.gpu.targets.tma_copy import CopyResult, TmaCopy
+    from layoutfuzz.gpu.tma_driver import GUARD
 
     target = TmaCopy()
     cases = [Case("tma.copy", 22, i, tensor_copy(source_for("tma.copy", 22, i))) for i in range(60)]

@@ -13,7 +13,7 @@ from layoutfuzz.generators.tensor_map import tiled_encoding
 def test_the_bindings_give_the_drivers_answer_from_rank_2():
     # cuda.bindings answers as the driver does (ctypes on libcuda, every array a real pointer) from rank 2; at rank 1 it
     # refuses what the driver accepts (docs/findings.md), which is why tma.encode asks the driver through ctypes
-    from layoutfuzz.gpu.tma_encode import encode, encode_raw
+    from layoutfuzz.gpu.targets.tma_encode import encode, encode_raw
 
     cases = [tiled_encoding(source_for("tma.encode", 9, i)) for i in range(800)]
     answers = [(len(p["global_dims"]), encode(p) == "", encode_raw(p) == "") for p in cases]
@@ -28,7 +28,7 @@ def test_the_driver_refuses_every_documented_refusal_but_one():
     # every rule broken on purpose is refused, except interleave 32B without swizzle 32B, which this driver accepts
     # (docs/results/tensor-maps.md): that disagreement is tma.encode's finding, not a pass
     from layoutfuzz.gpu.device import compute_capability
-    from layoutfuzz.gpu.tma_encode import encode, encoding_of
+    from layoutfuzz.gpu.targets.tma_encode import encode, encoding_of
     from layoutfuzz.oracles.tensor_map import encoding_problems
 
     accepted = {}
@@ -50,7 +50,7 @@ def test_the_oracle_gives_the_drivers_answer_on_every_unbroken_encoding():
     # with its two observed rules (the sm_100 swizzles; a box of at most 228 KiB) the oracle predicts the driver on
     # every encoding drawn without a broken rule: both answers occur, and none differs
     from layoutfuzz.gpu.device import compute_capability
-    from layoutfuzz.gpu.tma_encode import encode_raw, encoding_of
+    from layoutfuzz.gpu.targets.tma_encode import encode_raw, encoding_of
     from layoutfuzz.oracles.tensor_map import encoding_problems
 
     answers = []

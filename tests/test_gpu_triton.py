@@ -13,18 +13,14 @@ from pathlib import Path
 import pytest
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.targets.gluon_kernel import POINTERS, compile_for_sm90, gluon_layout
+from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
+from layoutfuzz.gpu.targets.triton_shared_memory import TritonSharedMemory
+from layoutfuzz.gpu.targets.triton_tma import TritonTma
+from layoutfuzz.gpu.targets.triton_wgmma import MMA_BITS, TritonWgmma
 from layoutfuzz.gpu.tensor_descriptors import encoded_maps
-from layoutfuzz.gpu.triton_targets import (
-    POINTERS,
-    TritonConvertLayout,
-    TritonSharedMemory,
-    compile_for_sm90,
-    gluon_layout,
-    holders,
-)
-from layoutfuzz.gpu.triton_tma import TritonTma
-from layoutfuzz.gpu.triton_wgmma import MMA_BITS, TritonWgmma
 from layoutfuzz.harness.runner import make_case
+from layoutfuzz.oracles.algorithms import holders
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
 
@@ -108,7 +104,7 @@ def test_a_sample_of_the_shared_probe_kernels_compiles_for_sm_90():
     from triton.experimental.gluon import language as ttgl
 
     from layoutfuzz.gpu.gluon_probes import shared_probe_2d
-    from layoutfuzz.harness.targets.gluon import shared_linear, to_gluon
+    from layoutfuzz.harness.triton_compat.gluon_layouts import shared_linear, to_gluon
     from layoutfuzz.oracles import triton_layouts as tl
 
     target = TritonSharedMemory()
@@ -202,7 +198,7 @@ def test_a_tma_store_past_the_bound_is_classified():
 def test_triton_encodes_the_tensor_maps_the_oracle_predicts():
     pytest.importorskip("triton")
     from layoutfuzz.gpu.gluon_probes import tma_probe
-    from layoutfuzz.gpu.triton_targets import compile_for_sm90
+    from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90
 
     target = TritonTma()
     seen = set()
@@ -234,7 +230,7 @@ def test_finding_triton_aborts_on_a_tma_block_narrower_than_the_swizzle():
     script = (
         "from tests.test_gpu_triton import _tma_signature\n"
         "from layoutfuzz.gpu.gluon_probes import tma_probe\n"
-        "from layoutfuzz.gpu.triton_targets import compile_for_sm90\n"
+        "from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90\n"
         "p = {'elem_bits': 8, 'swizzle': 64, 'block': [8, 32], 'coord': [0, 0], 'num_warps': 4}\n"
         "compile_for_sm90(tma_probe, *_tma_signature(p), 4)\n"
     )
@@ -263,7 +259,7 @@ def test_finding_a_tma_copy_at_a_negative_coordinate_traps_the_device():
     # docs/findings.md: every case with a negative coordinate ends in "illegal instruction" on an H100
     script = (
         "from layoutfuzz.generators.case import Case\n"
-        "from layoutfuzz.gpu.triton_tma import TritonTma\n"
+        "from layoutfuzz.gpu.targets.triton_tma import TritonTma\n"
         "p = {'elem_bits': 16, 'swizzle': 64, 'block': [16, 32], 'global_shape': [40, 64], 'coord': [-2, 0],"
         " 'row_pad': 0, 'num_warps': 4}\n"
         "print(TritonTma().observed(Case('triton.tma', 0, 0, p)))\n"
@@ -276,8 +272,8 @@ def test_finding_a_tma_copy_at_a_negative_coordinate_traps_the_device():
 
 def _wgmma_compile(p):
     from layoutfuzz.gpu.gluon_probes import wgmma_probe
-    from layoutfuzz.gpu.triton_targets import compile_for_sm90
-    from layoutfuzz.gpu.triton_wgmma import STORAGE
+    from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90
+    from layoutfuzz.gpu.targets.triton_wgmma import STORAGE
 
     signature = {"a_ptr": "*" + STORAGE[p["a_dtype"]][1], "b_ptr": "*" + STORAGE[p["b_dtype"]][1],
                  "c_ptr": "*" + STORAGE[p["acc"]][1], "d_ptr": "*" + STORAGE[p["acc"]][1]}
@@ -382,7 +378,7 @@ def test_a_packed_conversion_kernel_compiles_with_one_conversion_per_case():
     # benchmarks/packed_compile.py measures it against one kernel per case (slower: not used by campaigns)
     pytest.importorskip("triton")
     from layoutfuzz.gpu.gluon_probes import convert_probe_packed_2d
-    from layoutfuzz.gpu.triton_targets import compile_for_sm90
+    from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90
 
     target = TritonConvertLayout()
     group = [p for p in (make_case(target, 11, i).params for i in range(200))

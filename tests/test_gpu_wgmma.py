@@ -8,8 +8,8 @@ import pytest
 
 from layoutfuzz.generators.source import RandomSource
 from layoutfuzz.generators.wgmma import PROBE_WINDOW, WIDE_WINDOW, device_case
-from layoutfuzz.gpu.wgmma import DTYPES, IDENTITY, decode, digit_plan, probe_descriptor, probe_layout, written_extent
-from layoutfuzz.oracles.wgmma import WGMMA_N, Major, SwizzleMode
+from layoutfuzz.gpu.wgmma_probe import IDENTITY, decode, digit_plan, probe_descriptor, written_extent
+from layoutfuzz.oracles.wgmma import DTYPES, WGMMA_N, Major, SwizzleMode, probe_layout
 
 
 def test_probe_cases_are_injective_fit_the_window_and_carry_the_folklore():
@@ -61,7 +61,7 @@ def test_the_case_table_is_laid_out_as_the_kernel_reads_it():
     import re
 
     from layoutfuzz.gpu.device import KERNELS
-    from layoutfuzz.gpu.wgmma import BLOCK
+    from layoutfuzz.gpu.wgmma_probe import BLOCK
 
     body = re.search(r"struct WgmmaCase \{(.*?)\};", (KERNELS / "wgmma_probe.cu").read_text(), re.S).group(1)
     fields = re.findall(r"^\s*(u64|int)\s+(\w+);", body, re.M)
@@ -120,7 +120,7 @@ def test_probe_kernel_compiles_for_sm_90a_without_a_gpu():
 
 @pytest.mark.gpu
 def test_hardware_reads_match_the_oracle():
-    from layoutfuzz.gpu.wgmma import WgmmaRunner
+    from layoutfuzz.gpu.wgmma_probe import WgmmaRunner
 
     cases = [device_case(RandomSource(f"gpu/{i}")) for i in range(200)]
     observed = WgmmaRunner().run(cases)
@@ -149,7 +149,7 @@ class SimulatedProbe:
         return d.ravel()
 
     def run_arrays(self, cases):
-        from layoutfuzz.gpu.wgmma import decode_many
+        from layoutfuzz.gpu.wgmma_probe import decode_many
 
         out = [None] * len(cases)
         for key in {(p["dtype"], p["window"]) for p in cases}:
@@ -167,7 +167,7 @@ class SimulatedProbe:
 
 def test_batch_methods_give_each_case_the_outcome_of_its_own_call(monkeypatch):
     # one oracle call, one probe run and one comparison over 120 operands of every type against each case alone
-    from layoutfuzz.gpu import targets
+    from layoutfuzz.gpu.targets import wgmma_descriptor as targets
     from layoutfuzz.harness.compare import to_jsonable
     from layoutfuzz.harness.runner import evaluate, evaluate_many, make_case
 

@@ -10,13 +10,12 @@ tensor cores read. The oracles must reproduce every record. Planted oracle error
 
 from __future__ import annotations
 
-from layoutfuzz.gpu.targets import box_from_params
 from layoutfuzz.harness.selftest import tma_records, wgmma_records
 from layoutfuzz.harness.truth import HW_TMA as RECORD
 from layoutfuzz.harness.truth import HW_WGMMA as WGMMA  # f16
 from layoutfuzz.harness.truth import HW_WGMMA_TYPES as WGMMA_TYPES  # every type
 from layoutfuzz.oracles import wgmma
-from layoutfuzz.oracles.tma import SwizzleMode
+from layoutfuzz.oracles.tma import SwizzleMode, box_from_params
 
 
 def test_record_covers_every_cuda_mode_and_base_offset():
@@ -49,7 +48,7 @@ def test_oracle_reproduces_every_recorded_wgmma_read():
 
 def test_convert_record_covers_broadcasting_and_every_plan():
     from layoutfuzz.generators.case import Case
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
     from layoutfuzz.harness.truth import HW_CONVERT
 
     cases = HW_CONVERT["cases"]

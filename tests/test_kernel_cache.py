@@ -20,15 +20,15 @@ def cache(tmp_path, monkeypatch):
 def test_a_kernel_is_compiled_on_a_miss_filed_and_then_read_without_compiling(cache, monkeypatch):
     import triton
 
-    from layoutfuzz.gpu.kernel_cache import cache_folder, cached_kernel
+    from layoutfuzz.gpu.kernel_cache import cache_folder
     from layoutfuzz.gpu.prebuilt import kernel_path
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
 
     target = TritonConvertLayout()
     case = make_case(target, 5, 0)
     folder = cache_folder()
     assert folder.is_relative_to(cache / "kernels" / f"triton-{triton.__version__}")
-    kernel = cached_kernel(target, case)
+    kernel = target.cached(case)
     assert kernel.cubin[:4] == b"\x7fELF" and kernel.num_warps == case.params["num_warps"]
     assert kernel_path(folder, target.name, case.params).is_file()
 
@@ -36,28 +36,28 @@ def test_a_kernel_is_compiled_on_a_miss_filed_and_then_read_without_compiling(ca
         raise AssertionError("compiled again")
 
     monkeypatch.setattr(TritonConvertLayout, "compile", no_compile)
-    assert cached_kernel(target, case) == kernel
+    assert target.cached(case) == kernel
     # another case with the same parameters (other data: its index) runs the same kernel
-    assert cached_kernel(target, Case(target.name, 6, 17, case.params)) == kernel
+    assert target.cached(Case(target.name, 6, 17, case.params)) == kernel
     with pytest.raises(AssertionError, match="compiled again"):
-        cached_kernel(target, make_case(target, 5, 1))
+        target.cached(make_case(target, 5, 1))
 
 
 def test_a_refused_compile_is_filed_as_the_answer_and_a_damaged_file_is_compiled_again(cache, monkeypatch):
-    from layoutfuzz.gpu.kernel_cache import cache_folder, cached_kernel
+    from layoutfuzz.gpu.kernel_cache import cache_folder
     from layoutfuzz.gpu.prebuilt import kernel_path
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
 
     target = TritonConvertLayout()
     case = make_case(target, 5, 2)
     bad = Case(target.name, 5, 2, dict(case.params, num_warps=case.params["num_warps"] * 2))  # layouts over fewer warps
-    refused = cached_kernel(target, bad)
+    refused = target.cached(bad)
     assert refused.rejected and not refused.cubin
-    assert cached_kernel(target, bad) == refused
+    assert target.cached(bad) == refused
     path = kernel_path(cache_folder(), target.name, case.params)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{not json")
-    assert cached_kernel(target, case).cubin[:4] == b"\x7fELF"
+    assert target.cached(case).cubin[:4] == b"\x7fELF"
     assert path.read_text().startswith("{\"cubin\"")
 
 
@@ -82,22 +82,21 @@ def test_a_cache_that_cannot_be_written_still_gives_the_kernel(cache, monkeypatc
     import errno
 
     from layoutfuzz.gpu import kernel_cache
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
 
     def full(*_, **__):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(kernel_cache, "write_atomically", full)  # a full disk (or a read-only cache)
     target = TritonConvertLayout()
-    assert kernel_cache.cached_kernel(target, make_case(target, 5, 3)).cubin[:4] == b"\x7fELF"
+    assert target.cached(make_case(target, 5, 3)).cubin[:4] == b"\x7fELF"
 
 
 def test_a_compile_into_the_kernel_cache_leaves_nothing_in_tritons_own_cache(cache, tmp_path, monkeypatch):
     # Triton's copy of every stage of every distinct kernel, never pruned, filled the disk in a long campaign
     import triton
 
-    from layoutfuzz.gpu import kernel_cache
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
 
     triton_dir = tmp_path / "triton-own"
     monkeypatch.setenv("TRITON_CACHE_DIR", str(triton_dir))
@@ -106,7 +105,7 @@ def test_a_compile_into_the_kernel_cache_leaves_nothing_in_tritons_own_cache(cac
     monkeypatch.setattr(TritonConvertLayout, "compile", lambda self, case, variant="": seen.append(triton.knobs.cache.dir)
                         or compile_(self, case, variant))
     target = TritonConvertLayout()
-    kernel = kernel_cache.cached_kernel(target, make_case(target, 5, 7))
+    kernel = target.cached(make_case(target, 5, 7))
     assert kernel.cubin[:4] == b"\x7fELF"
     assert len(seen) == 1 and seen[0] != str(triton_dir) and "layoutfuzz-triton-" in seen[0]
     assert not triton_dir.exists() or not any(triton_dir.iterdir())

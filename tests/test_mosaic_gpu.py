@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.gpu.mosaic_gpu import _data, _store_data, expected_image, expected_store
+from layoutfuzz.gpu.targets.mosaic_gpu import _data, _store_data, expected_image, expected_store
 from layoutfuzz.harness import registry
 from layoutfuzz.harness.runner import make_case
 
@@ -90,7 +90,7 @@ def test_a_device_fault_reported_by_xla_ends_the_worker_and_other_errors_stay_er
     # a faulted kernel loses the CUDA context: XLA then fails every later call of the process, so the worker must end
     # (a crash of that case) rather than turn each later case into an error
     from layoutfuzz.gpu.device import DeviceFault
-    from layoutfuzz.gpu.mosaic_gpu import _faults_as_device_faults
+    from layoutfuzz.gpu.targets.mosaic_gpu import _faults_as_device_faults
 
     def raising(message):
         def observe(case):

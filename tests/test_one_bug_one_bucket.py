@@ -105,7 +105,7 @@ def test_generic_integer_shrinks_come_ever_closer_to_the_value():
 
 def test_the_shared_memory_probe_keeps_corrupted_data_and_misplaced_data_apart():
     from layoutfuzz.generators.case import Case
-    from layoutfuzz.gpu.triton_targets import TritonSharedMemory
+    from layoutfuzz.gpu.targets.triton_shared_memory import TritonSharedMemory
 
     target, case = TritonSharedMemory(), Case("triton.shared_memory", 0, 0, {})
     expected = {"data_mismatches": 0, "placement": [0, 1, 2, 3]}

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from layoutfuzz.harness import registry  # noqa: F401  (hands reports.pictures the targets that draw their own pictures)
 from tests.test_cli import CRASHY, layoutfuzz
 
 pytest.importorskip("matplotlib")

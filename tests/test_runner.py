@@ -226,7 +226,8 @@ def test_a_budget_ends_near_its_deadline_even_with_a_hang_in_flight():
 
 def test_a_target_sets_how_much_work_a_batch_aims_at():
     # batch_seconds: 0.1 s by default; the batched GPU drivers ask for 0.5 s (a launch and a transaction a batch)
-    from layoutfuzz.gpu.targets import TmaSwizzle, WgmmaDescriptor
+    from layoutfuzz.gpu.targets.tma_swizzle import TmaSwizzle
+    from layoutfuzz.gpu.targets.wgmma_descriptor import WgmmaDescriptor
     from layoutfuzz.harness.batching import BatchSize
     from layoutfuzz.harness.runner import share
     from layoutfuzz.harness.target import Target
@@ -300,7 +301,7 @@ def test_a_gpu_worker_s_start_up_thread_fails_quietly(monkeypatch, capfd):
     # failure and reports it, and no traceback from the thread lands in the case's log (its crash signature)
     import threading
 
-    from layoutfuzz.gpu import targets
+    from layoutfuzz.gpu.targets import base as targets
     from layoutfuzz.harness import registry
 
     def no_device():

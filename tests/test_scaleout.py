@@ -1,4 +1,4 @@
-"""Campaigns as pytest-xdist tests (harness.pytest_plugin + harness.scaleout): disjoint shards per
+"""Campaigns as pytest-xdist tests (harness.pytest_plugin + gpu.scaleout): disjoint shards per
 worker and per host, a combined table at the end, and a skip when no target is given."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from tests.test_cli import ROOT
 
 
 def _pytest(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "layoutfuzz.harness.scaleout",  # plugin: entry point
+    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "layoutfuzz.gpu.scaleout",  # plugin: entry point
                            "-p", "no:cacheprovider", "-q", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 

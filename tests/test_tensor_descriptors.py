@@ -107,7 +107,7 @@ def test_kernels_compiles_the_multicast_target_only_where_gluon_has_multicast(tm
     pytest.importorskip("triton.experimental.gluon")
     import triton
 
-    from layoutfuzz.gpu.triton_tma_multicast import multicast_missing
+    from layoutfuzz.gpu.targets.triton_tma_multicast import multicast_missing
 
     done = subprocess.run([sys.executable, "-m", "layoutfuzz.harness.cli", "kernels", "--targets", "triton.tma_cluster_multicast",
                            "--cases", "2", "--jobs", "1", "--out", str(tmp_path), "--quiet"], capture_output=True, text=True,
@@ -123,7 +123,7 @@ def test_kernels_compiles_the_multicast_target_only_where_gluon_has_multicast(tm
 @pytest.mark.gpu
 def test_prebuilt_cluster_kernels_run_on_the_device_as_through_tritons_jit(tmp_path):
     # the cubin path (cuda.core, NumPy buffers, the descriptor rebuilt) against Triton's own JIT and launcher, case by case
-    from layoutfuzz.gpu.triton_tma_cluster import copies_below_a_split, slot_misaligned
+    from layoutfuzz.gpu.targets.triton_tma_cluster import copies_below_a_split, slot_misaligned
 
     env = {**os.environ, "LAYOUTFUZZ_CACHE": str(tmp_path / "cache"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}
     code = ("import json, sys\nfrom layoutfuzz.harness import registry\nfrom layoutfuzz.harness.runner import make_case\n"

@@ -10,7 +10,7 @@ import pytest
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import source_for
 from layoutfuzz.generators.tensor_map import BREAKS, tiled_encoding
-from layoutfuzz.gpu.tma_encode import TmaEncode, encoding_of
+from layoutfuzz.gpu.targets.tma_encode import TmaEncode, encoding_of
 from layoutfuzz.oracles.tensor_map import TiledEncoding, encoding_problems
 
 HOPPER, BLACKWELL = (9, 0), (10, 0)

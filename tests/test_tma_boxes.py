@@ -72,7 +72,7 @@ def test_finding_triton_cannot_load_a_swizzled_box_of_fewer_than_8_rows():
     def compile_rows(rows: int):
         return _python(
             "from layoutfuzz.gpu.gluon_probes import tma_probe\n"
-            "from layoutfuzz.gpu.triton_targets import compile_for_sm90\n"
+            "from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90\n"
             "from tests.test_gpu_triton import _tma_signature\n"
             f"p = {{'elem_bits': 16, 'swizzle': 128, 'block': [{rows}, 64], 'coord': [0, 0], 'num_warps': 4}}\n"
             "compile_for_sm90(tma_probe, *_tma_signature(p), 4)\n")

@@ -9,12 +9,13 @@ import pytest
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import RandomSource
 from layoutfuzz.generators.tma_copy import MAX_TENSOR_BYTES, tensor_copy
-from layoutfuzz.gpu.targets import WINDOW
-from layoutfuzz.gpu.tma import FILL, GUARD, expected_window, initial_region, region_bytes, shared_pattern
-from layoutfuzz.gpu.tma_copy import CopyResult, TmaCopy, compare_copy, copy_from_params, expected_result
+from layoutfuzz.gpu.targets.tma_copy import CopyResult, TmaCopy, compare_copy, copy_from_params, expected_result
+from layoutfuzz.gpu.targets.tma_swizzle import WINDOW
+from layoutfuzz.gpu.tma_driver import GUARD, initial_region, region_bytes, shared_pattern
 from layoutfuzz.oracles.linear_layout import LayoutError
 from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 from layoutfuzz.oracles.tma_copy import TensorCopy, loaded_window, moves, stored_tensor
+from layoutfuzz.oracles.tma_windows import FILL, expected_window
 
 
 def _int32_rows(box_dims, coords, direction, dims=(21, 2), row_stride=128):
@@ -113,13 +114,13 @@ def test_traversal_strides_skip_elements_in_outer_dims():
 
 
 def test_copies_from_coordinate_zero_over_a_tensor_the_box_size_place_as_the_swizzle_oracle():
-    # the box inside a tensor of its own size, from 0: gpu.tma.expected_window (oracles.tma, element by element)
+    # the box inside a tensor of its own size, from 0: oracles.tma_windows.expected_window (oracles.tma, element by element)
     for i in range(150):
         p = tensor_copy(RandomSource(f"same/{i}"))
         box = copy_from_params(p).box
         if box.interleave:  # tma.swizzle's oracle knows no interleaved slices (tests/test_tma_interleave.py does)
             continue
-        from layoutfuzz.gpu.tma import box_encoding, global_bytes
+        from layoutfuzz.oracles.tma_windows import box_encoding, global_bytes
 
         encoding = box_encoding(box)
         copy = TensorCopy(box, encoding.global_dims, encoding.global_strides, (0,) * len(box.box_dims), "load")
@@ -284,7 +285,7 @@ def test_an_interleaved_load_fills_each_element_of_a_slice_outside_the_tensor_wi
 
     from layoutfuzz.generators.source import source_for
     from layoutfuzz.generators.tma_copy import tensor_copy
-    from layoutfuzz.gpu.tma_copy import copy_from_params
+    from layoutfuzz.gpu.targets.tma_copy import copy_from_params
     from layoutfuzz.oracles.tma_copy import NAN_FILL, loaded_window, moves
 
     found = 0

@@ -77,7 +77,7 @@ def test_interleaved_boxes_keep_the_drivers_rules():
 
 
 def test_tma_copy_draws_interleaved_copies_its_validate_and_oracle_accept():
-    from layoutfuzz.gpu.tma_copy import TmaCopy, _refusal, copy_from_params, expected_result
+    from layoutfuzz.gpu.targets.tma_copy import TmaCopy, _refusal, copy_from_params, expected_result
 
     target = TmaCopy()
     kinds = set()

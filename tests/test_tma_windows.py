@@ -7,9 +7,15 @@ import pytest
 
 from layoutfuzz.generators.source import source_for
 from layoutfuzz.generators.tma import device_box
-from layoutfuzz.gpu.tma import FILL, expected_window, source_words
 from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
-from layoutfuzz.oracles.tma_windows import expected_windows, placements, window_mismatches
+from layoutfuzz.oracles.tma_windows import (
+    FILL,
+    expected_window,
+    expected_windows,
+    placements,
+    source_words,
+    window_mismatches,
+)
 
 WINDOW = 24 * 1024
 
@@ -76,7 +82,7 @@ def test_the_source_data_is_each_bytes_hash_of_its_offset_past_the_period():
     # the definition, across the period's ends and after growing
     import numpy as np
 
-    from layoutfuzz.gpu import tma
+    from layoutfuzz.oracles import tma_windows as tma
 
     size = 5 * tma.HASH_PERIOD + 12345
     index = np.arange(size, dtype=np.uint64)

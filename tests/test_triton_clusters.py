@@ -15,9 +15,9 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.layouts import cta_tiling, distributed_layout_sharing
 from layoutfuzz.generators.source import RandomSource
 from layoutfuzz.generators.validity import check_layout_kind
-from layoutfuzz.gpu.triton_clusters import CLUSTER_DIMS, TritonConvertLayoutCluster, ctas_tile
-from layoutfuzz.gpu.triton_targets import holders
+from layoutfuzz.gpu.targets.triton_convert_layout_cluster import CLUSTER_DIMS, TritonConvertLayoutCluster, ctas_tile
 from layoutfuzz.harness.runner import make_case
+from layoutfuzz.oracles.algorithms import holders
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
 SHAPES = st.lists(st.integers(0, 5), min_size=1, max_size=3).map(lambda bits: [(f"dim{i}", 1 << b) for i, b in enumerate(bits)])
@@ -102,7 +102,7 @@ def test_shrinking_drops_ctas_from_both_layouts_at_once():
 def test_the_cluster_probe_compiles_for_a_cluster_launch():
     pytest.importorskip("triton")
     from layoutfuzz.gpu.prebuilt import from_triton
-    from layoutfuzz.gpu.triton_targets import compile_for_sm90
+    from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90
 
     target = TritonConvertLayoutCluster()
     case = next(c for c in (make_case(target, 0, i) for i in range(40)) if "CTA tiles" in target.family(c))
@@ -114,8 +114,8 @@ def test_the_cluster_probe_compiles_for_a_cluster_launch():
 
 
 SCATTERED = ("from layoutfuzz.generators.case import Case\n"
-             "from layoutfuzz.gpu.triton_clusters import TritonConvertLayoutCluster\n"
-             "from layoutfuzz.gpu.triton_targets import compile_for_sm90\n"
+             "from layoutfuzz.gpu.targets.triton_convert_layout_cluster import TritonConvertLayoutCluster\n"
+             "from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90\n"
              "import json, sys\n"
              "t = TritonConvertLayoutCluster()\n"
              "s = t.kernel_spec(Case(t.name, 0, 0, json.load(open(sys.argv[1]))['params']))\n"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.targets.triton_tma_cluster import TritonTmaCluster, block_values, cga_bases, cta_part, unwritten
 from layoutfuzz.gpu.tensor_descriptors import encoded_maps
-from layoutfuzz.gpu.triton_tma_cluster import TritonTmaCluster, block_values, cga_bases, cta_part, unwritten
 from layoutfuzz.harness.runner import make_case
 
 
@@ -69,8 +69,8 @@ def test_triton_encodes_the_tensor_map_the_oracle_expects_for_a_ctas_part(tmp_pa
     pytest.importorskip("triton.experimental.gluon")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     from layoutfuzz.gpu.gluon_probes import tma_cluster_probe
-    from layoutfuzz.gpu.triton_targets import compile_for_sm90
-    from layoutfuzz.gpu.triton_tma_cluster import probe_arguments, probe_signature
+    from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90
+    from layoutfuzz.gpu.targets.triton_tma_cluster import probe_arguments, probe_signature
 
     target = TritonTmaCluster()
     seen = set()
@@ -92,7 +92,7 @@ def test_triton_encodes_the_tensor_map_the_oracle_expects_for_a_ctas_part(tmp_pa
 
 @pytest.mark.gpu
 def test_cluster_tma_loads_on_the_gpu_match_the_oracle_outside_the_two_findings():
-    from layoutfuzz.gpu.triton_tma_cluster import copies_below_a_split, slot_misaligned
+    from layoutfuzz.gpu.targets.triton_tma_cluster import copies_below_a_split, slot_misaligned
 
     target = TritonTmaCluster()
     ran = 0
@@ -140,8 +140,8 @@ def test_triton_3_6_takes_a_ctas_part_from_the_low_bit_of_its_rank_where_the_cga
     from pathlib import Path
 
     from layoutfuzz.gpu.gluon_probes import tma_cluster_probe
-    from layoutfuzz.gpu.triton_targets import compile_for_sm90
-    from layoutfuzz.gpu.triton_tma_cluster import probe_arguments
+    from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90
+    from layoutfuzz.gpu.targets.triton_tma_cluster import probe_arguments
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     p = json.loads((Path(__file__).resolve().parent.parent / "docs/results/cases/triton-tma-cluster-copies-below-split.json")

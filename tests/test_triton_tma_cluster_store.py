@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.gpu.targets.triton_tma_cluster import copies_below_a_split, slot_misaligned
+from layoutfuzz.gpu.targets.triton_tma_cluster_store import SENTINEL, TritonTmaClusterStore, stored_block, tensor_before
 from layoutfuzz.gpu.tensor_descriptors import encoded_maps
-from layoutfuzz.gpu.triton_tma_cluster import copies_below_a_split, slot_misaligned
-from layoutfuzz.gpu.triton_tma_cluster_store import SENTINEL, TritonTmaClusterStore, stored_block, tensor_before
 from layoutfuzz.harness.runner import make_case
 
 WORKED = {"elem_bits": 8, "swizzle": 0, "splits": ["rows"], "block": [2, 32], "global_shape": [3, 20], "coord": [2, 16],

@@ -8,7 +8,7 @@ import pytest
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.gpu.ptx_eval import Kernel, Thread
-from layoutfuzz.gpu.triton_tma_multicast import TritonTmaMulticast, deliveries_expected
+from layoutfuzz.gpu.targets.triton_tma_multicast import TritonTmaMulticast, deliveries_expected
 from layoutfuzz.harness import registry
 from layoutfuzz.harness.runner import make_case
 

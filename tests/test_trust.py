@@ -110,7 +110,7 @@ def test_resume_runs_a_stored_plugin_target_when_the_user_names_it(campaign, tmp
 def test_builtin_specs_written_before_the_rename_still_name_their_target():
     assert trust.trusted_spec("harness.targets.triton_layouts:TritonLayouts", "a store") == \
         "layoutfuzz.harness.targets.triton_layouts:TritonLayouts"
-    assert trust.trusted_spec("gpu.targets:TmaSwizzle", "a store") == "layoutfuzz.gpu.targets:TmaSwizzle"
+    assert trust.trusted_spec("gpu.targets.tma_swizzle:TmaSwizzle", "a store") == "layoutfuzz.gpu.targets.tma_swizzle:TmaSwizzle"
     with pytest.raises(trust.UntrustedTarget, match="this:s"):
         trust.trusted_spec("this:s", "a report")
     with pytest.raises(trust.UntrustedTarget, match="test.crashy.*not an installed target"):  # a name alone

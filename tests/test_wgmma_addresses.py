@@ -8,8 +8,7 @@ import numpy as np
 
 from layoutfuzz.generators.source import source_for
 from layoutfuzz.generators.wgmma import device_case
-from layoutfuzz.gpu.wgmma import probe_layout
-from layoutfuzz.oracles.wgmma import CanonicalLayout, Major, SwizzleMode
+from layoutfuzz.oracles.wgmma import CanonicalLayout, Major, SwizzleMode, probe_layout
 from layoutfuzz.oracles.wgmma_addresses import canonical_addresses, highest_address
 
 

@@ -1,1 +1,1 @@
-"""Built-in CPU targets (GPU targets live in ``gpu/``)."""
+"""Built-in CPU targets, one module per target named after it (GPU targets live in ``gpu/targets/``)."""

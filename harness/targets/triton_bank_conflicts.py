@@ -14,6 +14,8 @@ from collections.abc import Iterator, Mapping
 from math import prod
 from typing import Any
 
+import numpy as np
+
 from layoutfuzz.generators import legacy_layouts
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.layouts import memory_layout
@@ -23,8 +25,8 @@ from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.validity import check_layout_kind, check_legacy, check_shape, legacy_from_params, legacy_kind
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.targets.gluon import GluonTarget, shared_linear, to_gluon
 from layoutfuzz.harness.triton_compat.builder import builder
+from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget, shared_linear, to_gluon
 from layoutfuzz.harness.triton_compat.layouts import shared_layout
 from layoutfuzz.oracles import triton_layouts as tl
 from layoutfuzz.oracles.algorithms import optimal_swizzle, shared_access
@@ -195,6 +197,38 @@ class TritonBankConflicts(GluonTarget):
         lemma = "equals" if got == expected["lemma_c"] - 1 else "differs from"
         note = f"Triton {got}, exact {want} ({side}-count; Triton {lemma} Lemma 9.4's c - 1 = {expected['lemma_c'] - 1}; vector {expected['vector']})"
         return Comparison(False, 1, (note,), f"{side}-count/{'lemma' if lemma == 'equals' else 'other'}", note)
+
+    def picture(self, report: dict[str, Any]) -> Any:
+        """Which bank each lane's access hits in the busiest transaction; banks asked for two or more different 4-byte
+        words (a conflict) in red. None where the oracle gave no count."""
+        expected = report.get("expected")
+        if not (isinstance(expected, dict) and "bank_conflicts" in expected):
+            return None
+        from layoutfuzz.oracles.algorithms import BANKS, busiest_access
+        from layoutfuzz.reports.pictures import case_of, pyplot
+
+        plt = pyplot()
+        case = case_of(report)
+        shared, dist, _ = self._layouts(case)
+        first_lane, words = busiest_access(shared, dist, case.params["elem_bits"])
+        lanes = words.shape[0]
+        grid = np.full((lanes, BANKS), np.nan)
+        for lane in range(lanes):
+            for word in words[lane]:
+                grid[lane, word % BANKS] = word // BANKS
+        per_bank = [len({int(w) for w in np.unique(words) if w % BANKS == b}) for b in range(BANKS)]
+        fig, ax = plt.subplots(figsize=(9, 0.25 * lanes + 1.8))
+        ax.imshow(np.ma.masked_invalid(grid), cmap="Greys", aspect="auto", interpolation="nearest", vmin=-1)
+        conflicted = {b for b, n in enumerate(per_bank) if n > 1}
+        hits = [(lane, int(w) % BANKS) for lane in range(lanes) for w in words[lane] if int(w) % BANKS in conflicted]
+        if hits:
+            ax.scatter([b for _, b in hits], [lane for lane, _ in hits], marker="s", color="red", s=30)
+        ax.set_xlabel("bank (4-byte word mod 32); red: lanes asking a bank for two or more different words (a conflict)")
+        ax.set_ylabel(f"lane (from lane {first_lane})")
+        expected, observed = report.get("expected") or {}, report.get("observed") or {}
+        ax.set_title(f"{report['case_id']}: the busiest transaction; exact {expected.get('bank_conflicts')} conflict(s), "
+                     f"Triton {observed.get('bank_conflicts', observed)}", fontsize=9)
+        return fig
 
 
 def _illegal(a: str, x: Any, b: str, y: Any) -> bool:

@@ -24,7 +24,7 @@ from layoutfuzz.generators.validity import check_legacy, check_shape, legacy_fro
 from layoutfuzz.harness.capture import stderr_text
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.signatures import compile_error
-from layoutfuzz.harness.targets.gluon import GluonTarget, num_warps, to_gluon
+from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget, num_warps, to_gluon
 from layoutfuzz.oracles import triton_layouts as tl
 from layoutfuzz.oracles.algorithms import conversion_plan
 
@@ -145,7 +145,7 @@ class TritonCompile(GluonTarget):
         from triton.backends.compiler import GPUTarget
         from triton.experimental.gluon._runtime import GluonASTSource
 
-        from layoutfuzz.harness.targets import gluon_kernels
+        from layoutfuzz.gpu import gluon_kernels
 
         p = case.params
         dtype = "*" + DTYPES[p["elem_bits"]]

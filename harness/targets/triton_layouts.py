@@ -10,7 +10,10 @@ as ``crash`` rows and the campaign goes on.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from math import prod
 from typing import Any
+
+import numpy as np
 
 from layoutfuzz.generators import legacy_layouts
 from layoutfuzz.generators.case import Case
@@ -21,8 +24,8 @@ from layoutfuzz.generators.space import Space
 from layoutfuzz.generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
 from layoutfuzz.harness.compare import Comparison, compare_values
 from layoutfuzz.harness.signatures import normalise
-from layoutfuzz.harness.targets.gluon import GluonTarget, to_gluon
 from layoutfuzz.harness.triton_compat.builder import builder
+from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget, to_gluon
 from layoutfuzz.harness.triton_compat.layouts import bases, in_triton_convention, shared_layout
 from layoutfuzz.oracles import triton_layouts as tl
 
@@ -93,6 +96,29 @@ class TritonLayouts(GluonTarget):
             return verdict
         return Comparison(False, verdict.mismatch_count, verdict.mismatches, layout_difference(expected, observed), verdict.note)
 
+    def picture(self, report: dict[str, Any]) -> Any:
+        """Which thread holds each element: the oracle's layout above Triton's, disagreements as red x; None where either
+        side is not a distributed layout's bases."""
+        if not all(isinstance(v, dict) and "lane" in v and "register" in v for v in (report.get("expected"), report.get("observed"))):
+            return None
+        from layoutfuzz.reports.pictures import case_of, pyplot
+
+        plt = pyplot()
+        shape = list(case_of(report).params["shape"])
+        want = thread_grid(report["expected"], shape)
+        got = thread_grid(report["observed"], shape)
+        fig, axes = plt.subplots(2, 1, figsize=(8, 7))
+        wrong = np.argwhere(want != got)
+        for ax, values, name in ((axes[0], want, "oracle"), (axes[1], got, "Triton")):
+            ax.imshow(values, cmap="viridis", aspect="auto", interpolation="nearest")
+            if wrong.size:
+                ax.scatter(wrong[:, 1], wrong[:, 0], marker="x", color="red", s=12)
+            ax.set_title(f"thread (lane + 32 warp) holding each element ({name})", fontsize=9)
+            ax.set_xlabel(f"dim{len(shape) - 1}")
+            ax.set_ylabel("other dims, row-major")
+        fig.suptitle(f"{report['case_id']}: {len(wrong)} element(s) held by another thread", fontsize=10)
+        return fig
+
 
 def layout_difference(expected: dict[str, list], observed: dict[str, list]) -> str:
     """A layout mismatch in the layout's own terms, without values: which input dims differ, and whether
@@ -105,3 +131,24 @@ def layout_difference(expected: dict[str, list], observed: dict[str, list]) -> s
         elif want != got:
             parts.append(f"{dim} bases: {'a different count' if len(want) != len(got) else 'different'}")
     return "; ".join(parts) or "different in-dim names"
+
+
+def thread_grid(bases: dict[str, list[list[int]]], shape: list[int]) -> np.ndarray:
+    """For each element of ``shape`` (rows = all but the last dim), the first thread (lane + 32 warp)
+    that holds it in a distributed layout's bases; -1 where none does."""
+    from layoutfuzz.oracles.linear_layout import LinearLayout
+
+    names = [f"dim{i}" for i in range(len(shape))]
+    layout = LinearLayout.from_bases({k: v for k, v in bases.items() if k in ("register", "lane", "warp")},
+                                     list(zip(names, shape)))
+    grid = np.full(prod(shape), -1)
+    for reg in range(layout.in_dim_size("register")):
+        for lane in range(layout.in_dim_size("lane")):
+            for warp in range(layout.in_dim_size("warp")):
+                out = layout.apply({"register": reg, "lane": lane, "warp": warp})
+                flat = 0
+                for name, size in zip(names, shape):
+                    flat = flat * size + out[name]
+                if grid[flat] < 0:
+                    grid[flat] = lane + 32 * warp
+    return grid.reshape(prod(shape[:-1]), shape[-1])

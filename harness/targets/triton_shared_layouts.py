@@ -27,7 +27,7 @@ from layoutfuzz.generators.validity import check_legacy, check_nvmma_tensor, leg
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.signatures import normalise
 from layoutfuzz.harness.target import Unsupported
-from layoutfuzz.harness.targets.gluon import GluonTarget, to_gluon
+from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget, to_gluon
 from layoutfuzz.harness.triton_compat.layouts import shared_layout
 from layoutfuzz.oracles import triton_layouts as tl
 

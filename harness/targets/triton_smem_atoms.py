@@ -22,8 +22,8 @@ from layoutfuzz.generators.space import Space
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Unsupported
 from layoutfuzz.harness.targets.cute_smem_atoms import CASE_MODEL, CuteSmemAtoms
-from layoutfuzz.harness.targets.gluon import GluonTarget
 from layoutfuzz.harness.targets.triton_shared_layouts import DTYPES, compare_offsets, compiled_offsets, offset_bases
+from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget
 from layoutfuzz.oracles import smem_atoms as atoms
 from layoutfuzz.oracles import triton_layouts as tl
 from layoutfuzz.oracles.linear_layout import LayoutError

@@ -8,14 +8,39 @@ per concern, so that a target asks "how do I do X on this Triton" and never chec
 - ``lowering``: second lowerings of one operation (3.9's forced warp shuffle).
 - ``ttgir``: what the TTGIR layoutfuzz writes itself must say on each release (module attributes).
 - ``barriers``: the mbarrier layout a TMA load over a cluster takes on each release.
+- ``gluon_layouts``: the oracle's layouts as Gluon's, and the base of the targets that ask Gluon.
+
+Which Triton is under test is decided here too: the one whose prebuilt kernels ``$LAYOUTFUZZ_KERNELS`` names
+(``gpu.prebuilt``), else the one this process imports; and where layoutfuzz caches what it makes (``cache_root``).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cache
+from pathlib import Path
 
 OLDEST = (3, 6, 0)  # the oldest release layoutfuzz supports
+ENV = "LAYOUTFUZZ_KERNELS"  # a folder of prebuilt kernels (DIR/triton-VERSION): the Triton that compiled them is under test
+
+
+def active_folder() -> Path | None:
+    """The prebuilt kernels this process runs ($LAYOUTFUZZ_KERNELS), or None to compile with Triton."""
+    folder = os.environ.get(ENV)
+    return Path(folder) if folder else None
+
+
+def folder_version(folder: Path) -> str:
+    """The Triton version whose kernels a folder holds ('.../triton-3.9.0' -> '3.9.0')."""
+    return folder.name.removeprefix("triton-")
+
+
+def cache_root() -> Path:
+    """Where environments live: $LAYOUTFUZZ_CACHE, else $XDG_CACHE_HOME/layoutfuzz, else ~/.cache/layoutfuzz."""
+    if os.environ.get("LAYOUTFUZZ_CACHE"):
+        return Path(os.environ["LAYOUTFUZZ_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "layoutfuzz"
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
@@ -30,8 +55,6 @@ def parse_version(text: str) -> tuple[int, int, int]:
 def version() -> tuple[int, int, int]:
     """The version of the Triton under test: the one that compiled the prebuilt kernels this process runs
     (``$LAYOUTFUZZ_KERNELS``, ``gpu.prebuilt``), else the one it imports."""
-    from layoutfuzz.gpu.prebuilt import active_folder, folder_version
-
     folder = active_folder()
     if folder is not None:
         return parse_version(folder_version(folder))

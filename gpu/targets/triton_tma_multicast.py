@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.gpu.triton_tma_cluster import TritonTmaCluster, cga_bases, cta_part
+from layoutfuzz.gpu.targets.triton_tma_cluster import TritonTmaCluster, cga_bases, cta_part
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Availability
 from layoutfuzz.oracles.tma import block_boxes
@@ -80,7 +80,7 @@ class TritonTmaMulticast(TritonTmaCluster):
     def observed(self, case: Case) -> dict[str, Any]:
         from layoutfuzz.gpu.kernel_cache import scratch_triton_cache
         from layoutfuzz.gpu.ptx_eval import Kernel
-        from layoutfuzz.gpu.triton_targets import compile_for_sm90, single_threaded_mlir
+        from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90, single_threaded_mlir
         from layoutfuzz.harness.capture import stderr_text
         from layoutfuzz.harness.signatures import compile_error
 

@@ -2,8 +2,8 @@
 the tensor cores read for every (mn, k) of an operand, given its descriptor, for f16, bf16, tf32,
 e4m3, e5m2, s8 and u8 operands and every N of m64nNkK PTX allows them.
 
-``probe_layout``, ``probe_descriptor``, ``digit_plan``, ``decode`` and ``decode_many`` are pure; ``WgmmaRunner``
-needs an sm_90a device (and torch for buffers).
+``probe_descriptor``, ``digit_plan``, ``decode`` and ``decode_many`` are pure (the operand's layout, ``probe_layout``,
+is the oracle's: ``oracles.wgmma``); ``WgmmaRunner`` needs an sm_90a device (and torch for buffers).
 """
 
 from __future__ import annotations
@@ -16,15 +16,17 @@ import numpy as np
 from layoutfuzz.generators.wgmma import PROBE_WINDOW
 from layoutfuzz.gpu.device import SHARED_MAX_SM90, KernelRunner, allow_dynamic_shared
 from layoutfuzz.gpu.wgmma_shapes import SHAPES, probe_source
-from layoutfuzz.oracles.wgmma import CanonicalLayout, Major, MatrixDescriptor, SwizzleMode, descriptor_base_offset
+from layoutfuzz.oracles import wgmma
+from layoutfuzz.oracles.wgmma import (
+    DTYPES,
+    CanonicalLayout,
+    Major,
+    MatrixDescriptor,
+    SwizzleMode,
+)
 
 WINDOW = PROBE_WINDOW  # bytes of shared memory an operand may touch, by default (WIDE_WINDOW at most)
 IDENTITY_BYTES = 4096  # the identity operand after the window (64 rows of 32 bytes)
-# element type -> (kernel code, bits, digit bits: the largest n with every integer below 2^n exact)
-DTYPES = {
-    "f16": (0, 16, 11), "bf16": (1, 16, 8), "tf32": (2, 32, 11), "e4m3": (3, 8, 4), "e5m2": (4, 8, 3),
-    "s8": (5, 8, 7), "u8": (6, 8, 8),
-}
 # one block of the probe: gpu/kernels/wgmma_probe.cu's WgmmaCase, field for field
 BLOCK = np.dtype([("desc", "<u8"), ("start", "<i4"), ("operand", "<i4"), ("mn", "<i4"), ("n", "<i4"), ("type", "<i4"),
                   ("shift", "<i4"), ("bits", "<i4"), ("window_offset", "<i4"), ("window", "<i4"),
@@ -41,25 +43,10 @@ def digit_plan(dtype: str, window: int = WINDOW) -> list[tuple[int, int]]:
     return [(shift, digit) for shift in range(0, index_bits, digit)]
 
 
-def probe_base_offset(p: Mapping[str, Any]) -> int:
-    """The base-offset field of a probe case: PTX's rule with the pattern starting on the start
-    address's row, 0 as CUTLASS and the other peers write it, or a given value."""
-    if p["base_offset"] == "ptx":
-        return descriptor_base_offset(p["start"] - p["start"] % 128, SwizzleMode[p["swizzle"]])
-    return 0 if p["base_offset"] == "zero" else int(p["base_offset"])
-
-
-def probe_layout(p: Mapping[str, Any]) -> CanonicalLayout:
-    """The canonical layout of the operand under test (offsets from the 1024-aligned window base)."""
-    bits = DTYPES[p.get("dtype", "f16")][1]
-    return CanonicalLayout(Major(p["major"]), SwizzleMode[p["swizzle"]], bits, p["m"], p["k"], p["lbo"], p["sbo"], p["start"],
-                           probe_base_offset(p))
-
-
 def probe_descriptor(p: Mapping[str, Any]) -> MatrixDescriptor:
     """The descriptor the probe hands the hardware (its start address is added on the device),
     with the case's LBO field where PTX ignores LBO."""
-    desc = probe_layout(p).descriptor()
+    desc = wgmma.probe_layout(p).descriptor()
     if p.get("lbo_field") is not None:
         desc = MatrixDescriptor(desc.start_address, int(p["lbo_field"]), desc.stride_byte_offset, desc.base_offset, desc.swizzle)
     return desc

@@ -21,9 +21,9 @@ import numpy as np
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
-from layoutfuzz.generators.space import Space
+from layoutfuzz.generators.space import Parameter, Space
+from layoutfuzz.gpu.targets.gluon_kernel import GluonKernelTarget, KernelSpec, cubin_launcher
 from layoutfuzz.gpu.tensor_descriptors import encoded_maps
-from layoutfuzz.gpu.triton_targets import GluonKernelTarget, KernelSpec, cubin_launcher
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.oracles.tma import block_boxes
 
@@ -120,8 +120,6 @@ class TritonTmaCluster(GluonKernelTarget):
     probe_name = "tma_cluster_probe"  # the Gluon kernel of gpu.gluon_probes each case runs
 
     def parameter_space(self) -> Space:
-        from layoutfuzz.gpu.spaces import triton_tma_cluster_space
-
         return triton_tma_cluster_space()
 
     def generate(self, source: Source) -> dict[str, Any]:
@@ -304,3 +302,55 @@ class TritonTmaCluster(GluonKernelTarget):
         where = "every CTA tile" if len(tiles) == (p["block"][0] // rows) * (p["block"][1] // columns) else "some CTA tiles"
         return Comparison(False, len(bad), lines, f"load: {kind_of} in {where}",
                           f"{len(bad)} elements wrong in CTA tiles {tiles[:8]} (of rows x columns {rows} x {columns})")
+
+
+def triton_tma_cluster_space() -> Space:
+    """``triton.tma_cluster``: a Gluon TMA load over a cluster of CTAs into a subview of a multi-buffer."""
+    gluon = "Gluon: NVMMASharedLayout(cga_layout), TensorDescriptor, tma load into shared_memory_descriptor.index"
+    api = "CUDA driver API: cuTensorMapEncodeTiled"
+
+    def over_edge(p: Mapping[str, Any]) -> str:
+        return "yes" if any(c + b > n for c, b, n in zip(p["coord"], p["block"], p["global_shape"])) else "no"
+
+    def slot(p: Mapping[str, Any]) -> str:
+        return "only" if p["buffers"] == 1 else "first" if p["slot"] == 0 else "last" if p["slot"] == p["buffers"] - 1 else "middle"
+
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        if "CTAs" in pair and "CTA bases" in pair:
+            return pair["CTA bases"].count("+") + 1 != pair["CTAs"].bit_length() - 1
+        if "CTA bases" in pair and "CTA row bytes" in pair:  # the block's row (the CTA's, once per column base) <= 256
+            return pair["CTA row bytes"] // 4 << pair["CTA bases"].split("+").count("columns") > 256  # elements, 32-bit
+        if "CTA bases" in pair and "CTA rows (log2)" in pair:  # the block's rows <= 256
+            return pair["CTA rows (log2)"] + pair["CTA bases"].split("+").count("rows") > 8
+        if "buffers" in pair and "slot" in pair:
+            return (pair["buffers"] == 1) != (pair["slot"] == "only") or (pair["buffers"] == 2 and pair["slot"] == "middle")
+        if "CTA row bytes" in pair and "swizzle" in pair:  # a CTA's row spans the swizzle (and 16 bytes)
+            return pair["CTA row bytes"] < max(16, pair["swizzle"])
+        if "CTA row bytes" in pair and "element bits" in pair:  # at most 256 elements a row
+            return pair["CTA row bytes"] > 256 * pair["element bits"] // 8
+        if "CTA rows (log2)" in pair and "swizzle" in pair:  # a swizzled part holds the 8-row atom, in 16 KiB
+            return (pair["swizzle"] > 0 and pair["CTA rows (log2)"] < 3) or max(16, pair["swizzle"]) << pair["CTA rows (log2)"] > 16384
+        if "CTA rows (log2)" in pair and "CTA row bytes" in pair:
+            return pair["CTA row bytes"] << pair["CTA rows (log2)"] > 16384
+        return False
+
+    kinds = ("rows", "columns", "copies")
+    return Space((
+        Parameter("element bits", (8, 16, 32), f"{gluon}: element_bitwidth 8-32", lambda p: p["elem_bits"]),
+        Parameter("swizzle", (0, 32, 64, 128), f"{gluon}: swizzle_byte_width", lambda p: p["swizzle"]),
+        Parameter("CTAs", (2, 4, 8), "CUDA: a portable cluster holds up to 8 CTAs (Triton's num_ctas)", lambda p: 1 << len(p["splits"]),
+                  {8: "a CTA's part halves again: the 16-byte row and the 8-row swizzle atom leave few blocks; 2 and 4 CTAs split both dims"}),
+        Parameter("CTA bases", (*kinds, *(f"{a}+{b}" for a in kinds for b in kinds)),
+                  "Gluon: cga_layout bases, each a CTA tile along rows or columns, or zero (CTAs with the same part)",
+                  lambda p: "+".join(p["splits"])),
+        Parameter("CTA row bytes", (16, 32, 64, 128, 256, 512, 1024), f"{api}: boxDim[0] x element size, per CTA",
+                  lambda p: cta_part(p)[1] * p["elem_bits"] // 8),
+        Parameter("CTA rows (log2)", tuple(range(9)), f"{api}: boxDim[1] <= 256 (this target: at most 16 KiB a CTA)",
+                  lambda p: cta_part(p)[0].bit_length() - 1),
+        Parameter("buffers", (1, 2, 4), f"{gluon}: allocate_shared_memory([BUFFERS, ...]) and .index(slot)", lambda p: p["buffers"]),
+        Parameter("slot", ("only", "first", "middle", "last"), f"{gluon}: the subview loaded", slot),
+        Parameter("over an edge", ("no", "yes"), "PTX ISA: cp.async.bulk.tensor out-of-bound elements (zero fill)", over_edge),
+        Parameter("padded rows", ("no", "yes"), f"{api}: globalStrides, multiples of 16 bytes", lambda p: "yes" if p["row_pad"] else "no"),
+        Parameter("num_warps", (1, 2, 4, 8), "Triton: a power of two (this target: up to 8 warps a CTA)", lambda p: p["num_warps"]),
+    ), illegal)

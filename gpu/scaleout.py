@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from layoutfuzz.gpu.targets import cuda_device_count
+from layoutfuzz.gpu.targets.base import cuda_device_count
 
 IDENTIFY = ("from cuda.bindings import runtime\n"
             "err, prop = runtime.cudaGetDeviceProperties(0)\n"

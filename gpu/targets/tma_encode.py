@@ -19,7 +19,7 @@ from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space, bin_of
 from layoutfuzz.generators.tensor_map import BREAKS, tiled_encoding
 from layoutfuzz.gpu.device import compute_capability
-from layoutfuzz.gpu.targets import GpuTarget
+from layoutfuzz.gpu.targets.base import GpuTarget
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Attribution
 from layoutfuzz.oracles.tensor_map import (
@@ -110,9 +110,9 @@ def encode(p: Mapping[str, Any]) -> str:
 
 
 def encode_raw(p: Mapping[str, Any]) -> str:
-    """``encode`` one layer down: ``libcuda``'s ``cuTensorMapEncodeTiled`` called through ctypes (``gpu.tma.encode_tiled``),
+    """``encode`` one layer down: ``libcuda``'s ``cuTensorMapEncodeTiled`` called through ctypes (``gpu.tma_driver.encode_tiled``),
     so that an answer of the bindings can be told from the driver's."""
-    from layoutfuzz.gpu.tma import encode_tiled, result_name
+    from layoutfuzz.gpu.tma_driver import encode_tiled, result_name
 
     result, _ = encode_tiled(encoding_of(p, _buffer()))
     return result_name(result) if result else ""

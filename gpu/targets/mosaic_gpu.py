@@ -46,7 +46,7 @@ from layoutfuzz.generators.mosaic_gpu import (
 )
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
-from layoutfuzz.gpu.targets import GpuTarget
+from layoutfuzz.gpu.targets.base import GpuTarget
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Availability, package_versions
 from layoutfuzz.oracles.tma import NVMMA_MODES, TiledBox

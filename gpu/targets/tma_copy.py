@@ -19,22 +19,15 @@ import numpy as np
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
-from layoutfuzz.generators.space import Space
+from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.tma_copy import MAX_TENSOR_BYTES, strides, tensor_copy
-from layoutfuzz.gpu.targets import (
-    WINDOW,
-    GpuTarget,
-    Refused,
-    TmaSwizzle,
-    box_from_params,
-    compare_refusals,
-    hardware_attribution,
-    refusal,
-    validate_box,
-)
+from layoutfuzz.gpu.targets.base import GpuTarget, hardware_attribution
+from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, Refused, TmaSwizzle, compare_refusals, refusal, validate_box
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Attribution
 from layoutfuzz.oracles.linear_layout import LayoutError
+from layoutfuzz.oracles.tma import INTERLEAVE_BYTES, box_from_params
+from layoutfuzz.oracles.tma import SwizzleMode as TmaMode
 from layoutfuzz.oracles.tma_copy import GRANULE, TensorCopy, moves, multicast_windows, stored_tensor
 
 
@@ -45,7 +38,7 @@ def copy_from_params(p: Mapping[str, Any]) -> TensorCopy:
 
 @cache
 def _runner():
-    from layoutfuzz.gpu.tma import TensorCopyRunner
+    from layoutfuzz.gpu.tma_driver import TensorCopyRunner
 
     return TensorCopyRunner()
 
@@ -65,7 +58,8 @@ class CopyResult:
 def expected_result(copy: TensorCopy) -> CopyResult:
     """The oracle's windows and region: a load's windows from the tensor (its region unchanged), a store's tensor from
     the window (its window unchanged)."""
-    from layoutfuzz.gpu.tma import FILL, GUARD, initial_region, shared_pattern
+    from layoutfuzz.gpu.tma_driver import GUARD, initial_region, shared_pattern
+    from layoutfuzz.oracles.tma_windows import FILL
 
     region = initial_region(copy).copy()
     if copy.direction == "load":
@@ -81,7 +75,7 @@ def byte_roles(copy: TensorCopy, region_size: int) -> tuple[np.ndarray, np.ndarr
     """What each byte is to the oracle, for naming a difference: in a window 0 untouched, 1 an element inside the
     tensor, 2 one outside it, 3 any byte of a CTA outside the multicast mask; in the region 0 a guard zone, 1 tensor bytes nothing writes, 2 an element written inside
     the bounds, 3 one written past the innermost bound (the granule rule)."""
-    from layoutfuzz.gpu.tma import GUARD
+    from layoutfuzz.gpu.tma_driver import GUARD
 
     m = moves(copy)
     e = m.size
@@ -195,8 +189,6 @@ class TmaCopy(GpuTarget):
         return f"{p.get('direction', '?')}:{p.get('swizzle', '?')}:{(p.get('places') or ['?'])[0]}{cluster}{interleave}"
 
     def parameter_space(self) -> Space:
-        from layoutfuzz.gpu.spaces import tma_copy_space
-
         return tma_copy_space()
 
     def expected(self, case: Case) -> Any:
@@ -205,7 +197,7 @@ class TmaCopy(GpuTarget):
         return {"refused": refused} if refused else expected_result(copy).__json__()
 
     def observed(self, case: Case) -> Any:
-        from layoutfuzz.gpu.tma import INCOMPLETE
+        from layoutfuzz.gpu.tma_driver import INCOMPLETE
 
         (result,) = self.on_device(lambda: _runner().run([copy_from_params(case.params)], WINDOW))
         if result == INCOMPLETE:
@@ -229,7 +221,7 @@ class TmaCopy(GpuTarget):
         return [_Expected(copy, _refusal(copy)) for copy in (copy_from_params(c.params) for c in cases)]
 
     def observed_batch(self, cases: Sequence[Case]) -> list[Any]:
-        from layoutfuzz.gpu.tma import INCOMPLETE
+        from layoutfuzz.gpu.tma_driver import INCOMPLETE
 
         results = self.on_device(lambda: _runner().run([copy_from_params(c.params) for c in cases], WINDOW))
         return [Incomplete() if r == INCOMPLETE else Refused(r) if isinstance(r, str) else CopyResult(*r) for r in results]
@@ -251,7 +243,7 @@ class Incomplete:
     """A load whose bytes never completed its mbarrier's transaction count (the oracle's count of the box's bytes)."""
 
     def __json__(self) -> dict[str, str]:
-        from layoutfuzz.gpu.tma import INCOMPLETE
+        from layoutfuzz.gpu.tma_driver import INCOMPLETE
 
         return {"incomplete": INCOMPLETE}
 
@@ -274,7 +266,7 @@ def _paddings(copy: TensorCopy) -> list[int]:
 
 
 def _refusal(copy: TensorCopy) -> str:
-    from layoutfuzz.gpu.tma import copy_encoding
+    from layoutfuzz.gpu.tma_driver import copy_encoding
 
     return refusal(copy_encoding(copy))
 
@@ -290,3 +282,92 @@ class _Expected:
 
     def __json__(self) -> dict[str, str]:
         return {"refused": self.refused} if self.refused else self.result.__json__()
+
+
+BOUNDS = ("inside", "cut on a granule", "cut inside a granule", "past", "before")
+
+
+def tma_copy_space() -> Space:
+    """``tma.copy``: a tiled load or store between a global tensor and the shared-memory box, from start coordinates."""
+    api = "CUDA driver API: cuTensorMapEncodeTiled"
+    ptx = "PTX ISA 5.5.3 (tiled mode: bounding box, traversal stride, out of boundary access)"
+    order = {"inside": 0, "cut": 1, "past": 2, "before": 3}
+    multicast = "PTX ISA 9.7.9.25.5.2 cp.async.bulk.tensor .multicast::cluster"
+
+    def mask_kind(p: Mapping[str, Any]) -> str | None:
+        cluster, mask = p.get("cluster", 1), p.get("multicast", 1)
+        if cluster == 1:
+            return None
+        if mask == (1 << cluster) - 1:
+            return "every CTA"
+        return "some CTAs, the issuer among them" if mask >> p["issuer"] & 1 else "some CTAs, not the issuer"
+
+    def innermost(p: Mapping[str, Any]) -> str:
+        place = p["places"][0]
+        if place != "cut":
+            return place
+        return "cut on a granule" if p["global_dims"][0] * p["element_bytes"] % 16 == 0 else "cut inside a granule"
+
+    def outer(p: Mapping[str, Any]) -> str | None:
+        return max(p["places"][1:], key=order.__getitem__) if len(p["places"]) > 1 else None
+
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        if pair.get("interleave", "none") != "none" and _interleave_excludes(pair):
+            return True
+        if pair.get("direction") == "store":  # a store before a bound traps the device: not drawn; only loads multicast
+            return (pair.get("innermost bound") == "before" or pair.get("outer bounds") == "before"
+                    or pair.get("cluster size", 1) > 1 or "multicast mask" in pair)
+        if pair.get("cluster size") == 1 and "multicast mask" in pair:  # one CTA: no mask
+            return True
+        if pair.get("out-of-bound fill") == "nan" or pair.get("data type") == "floating point":
+            # the NaN fill is for floating-point types, which are 2-8 bytes, and only loads fill
+            if pair.get("element bytes") == 1 or pair.get("direction") == "store":
+                return True
+            if pair.get("out-of-bound fill") == "nan" and pair.get("data type") == "unsigned":
+                return True
+        if pair.get("rank") == 1:  # no outer dims: no outer bounds, strides or padding
+            return pair.get("outer bounds") is not None or pair.get("element stride", 1) > 1 or pair.get("padded strides") == "yes"
+        return False
+
+    return Space((
+        Parameter("direction", ("load", "store"), "PTX ISA: cp.async.bulk.tensor (global to shared and back)", lambda p: p["direction"]),
+        Parameter("swizzle", tuple(m.name for m in TmaMode if m.spec.cuda is not None), "PTX ISA 5.5.7 (seed 004); CUtensorMapSwizzle",
+                  lambda p: p["swizzle"]),
+        Parameter("element bytes", (1, 2, 4, 8), f"{api}: CUtensorMapDataType sizes", lambda p: p["element_bytes"]),
+        Parameter("rank", (1, 2, 3, 4, 5), f"{api}: tensorRank 1-5", lambda p: len(p["box_dims"])),
+        Parameter("innermost bound", BOUNDS, f"{ptx}; stores: the granule rule (docs/findings.md)", innermost),
+        Parameter("outer bounds", ("inside", "cut", "past", "before"), ptx, outer),
+        Parameter("element stride", tuple(range(1, 9)), f"{api}: elementStrides[i] 1-8", lambda p: max(p["element_strides"])),
+        Parameter("padded strides", ("no", "yes"), f"{api}: globalStrides, multiples of 16",
+                  lambda p: "yes" if p["global_strides"] != _plain_strides(p) else "no"),
+        Parameter("base offset", tuple(range(8)), "PTX ISA 5.5.7 (seed 004): base offset of the box in shared memory",
+                  lambda p: p["dst"] // 128 % 8),
+        Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave; PTX ISA 5.5.6",
+                  lambda p: ("none", "16B", "32B")[p.get("interleave", 0)]),
+        Parameter("out-of-bound fill", ("zero", "nan"), f"{api}: CUtensorMapFloatOOBfill",
+                  lambda p: "nan" if p.get("oob_fill") else "zero"),
+        Parameter("data type", ("unsigned", "floating point"), f"{api}: CUtensorMapDataType",
+                  lambda p: "floating point" if p.get("data_type") is not None else "unsigned"),
+        Parameter("cluster size", (1, 2, 4, 8), f"{multicast}; CUDA: cluster dims (8 CTAs portable)", lambda p: p.get("cluster", 1),
+                  {8: "clusters of 2 and 4 CTAs are what the issue names; 8 leaves fewer clusters resident a launch"}),
+        Parameter("multicast mask", ("every CTA", "some CTAs, the issuer among them", "some CTAs, not the issuer"),
+                  f"{multicast}: ctaMask", mask_kind),
+    ), illegal)
+
+
+def _interleave_excludes(pair: Mapping[str, Any]) -> bool:
+    """What an interleaved tma.copy never is: rank 1 or 2 (cuda.h), swizzled otherwise than 32B at 32B interleave
+    (cuda.h), an atomicity sub-mode (refused on sm_90), or cut inside a granule (dim 0 counts whole slices)."""
+    if pair.get("rank") in (1, 2):
+        return True
+    if pair.get("innermost bound") == "cut inside a granule" or "ATOM" in str(pair.get("swizzle", "")):
+        return True
+    return pair.get("interleave") == "32B" and pair.get("swizzle", "B32") != "B32"
+
+
+def _plain_strides(p: Mapping[str, Any]) -> list[int]:
+    from layoutfuzz.generators.tma_copy import strides
+
+    unit = INTERLEAVE_BYTES[p["interleave"]] if p.get("interleave") else p["element_bytes"]
+    return strides(p["global_dims"], unit, [0] * (len(p["global_dims"]) - 1))

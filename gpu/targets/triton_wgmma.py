@@ -12,8 +12,8 @@ import numpy as np
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
-from layoutfuzz.generators.space import Space
-from layoutfuzz.gpu.triton_targets import GluonKernelTarget
+from layoutfuzz.generators.space import Parameter, Space
+from layoutfuzz.gpu.targets.gluon_kernel import GluonKernelTarget
 from layoutfuzz.harness.compare import Comparison
 
 # storage types -> (torch dtype name, Triton signature type)
@@ -46,9 +46,7 @@ class TritonWgmma(GluonKernelTarget):
     requires = ("cuda device sm_90a", "triton", "torch")
 
     def parameter_space(self) -> Space:
-        """Every parameter this target draws with its legal range (layoutfuzz.gpu.spaces)."""
-        from layoutfuzz.gpu.spaces import triton_wgmma_space
-
+        """Every parameter this target draws with its legal range."""
         return triton_wgmma_space()
 
     def generate(self, source: Source) -> dict[str, Any]:
@@ -176,3 +174,43 @@ class TritonWgmma(GluonKernelTarget):
         rows, cols = len({int(i) // n for i in bad}), len({int(i) % n for i in bad})
         return Comparison(False, int(bad.size), lines, f"wrong-products:{'all' if bad.size == want.size else 'some'}",
                           f"{bad.size} of {want.size} products wrong, in {rows} rows and {cols} columns")
+
+
+def triton_wgmma_space() -> Space:
+    """``triton.wgmma``: one Gluon warpgroup_mma over operands in swizzled shared memory (A possibly in registers)."""
+    gluon = "Gluon: warpgroup_mma, NVMMADistributedLayout v3, NVMMASharedLayout"
+    ptx = "PTX ISA 9.7.15.5: wgmma.mma_async"
+
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        if "accumulator" in pair and "mma type" in pair:
+            return pair["accumulator"] not in {"f16": ("f32", "f16"), "i8": ("i32",)}.get(pair["mma type"], ("f32",))
+        if "A major" in pair and "mma type" in pair:  # only 16-bit types are read MN-major
+            return pair["A major"] == "MN" and pair["mma type"] not in ("f16", "bf16")
+        if "B major" in pair and "mma type" in pair:
+            return pair["B major"] == "MN" and pair["mma type"] not in ("f16", "bf16")
+        if "A from registers" in pair and "A major" in pair:  # registers hold A K-major
+            return pair["A from registers"] == "yes" and pair["A major"] == "MN"
+        if "warps" in pair and "M" in pair:  # [8, 1] warps need M = 128
+            return False
+        return False
+
+    return Space((
+        Parameter("mma type", ("f16", "bf16", "tf32", "e4m3", "e5m2", "i8"), f"{ptx}: .atype/.btype (Triton's dot types)",
+                  lambda p: p["mma"]),
+        Parameter("accumulator", ("f32", "f16", "i32"), f"{ptx}: .dtype", lambda p: p["acc"]),
+        Parameter("M", (64, 128), f"{gluon}: warps_per_cta [4, 1] (64 rows a warpgroup) or [8, 1] / [4, 2]", lambda p: p["M"]),
+        Parameter("instr N", (8, 16, 32, 64, 128, 256), f"{ptx}: .m64nNk shapes (Triton picks a power of two)",
+                  lambda p: p["instr_n"]),
+        Parameter("warps", (4, 8, 16, 32), f"{gluon}: whole warpgroups", lambda p: p["num_warps"],
+                  {16: "a tile of at most 128 x 256: more warpgroups than its rows and columns need",
+                   32: "a tile of at most 128 x 256: more warpgroups than its rows and columns need"}),
+        Parameter("A from registers", ("no", "yes"), f"{ptx}: A from registers or shared memory",
+                  lambda p: "yes" if p["a_in_regs"] else "no"),
+        Parameter("A major", ("K", "MN"), f"{ptx}: imm-trans-a", lambda p: "MN" if p["a_mn_major"] else "K"),
+        Parameter("B major", ("K", "MN"), f"{ptx}: imm-trans-b", lambda p: "K" if p["b_k_major"] else "MN"),
+        Parameter("A swizzle", (32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width (0: issue 17's open item)",
+                  lambda p: p["a_swizzle"]),
+        Parameter("B swizzle", (32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width", lambda p: p["b_swizzle"]),
+        Parameter("use accumulator", ("no", "yes"), f"{ptx}: scale-d", lambda p: "yes" if p["use_acc"] else "no"),
+    ), illegal)

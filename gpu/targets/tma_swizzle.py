@@ -1,120 +1,28 @@
-"""GPU targets: the hardware as the system under test for the PTX oracles."""
+"""The ``tma.swizzle`` target: TMA tiled copies into shared memory on the GPU against the 5.5.7 swizzle oracle;
+the window comparison the other TMA targets share."""
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import os
-import sys
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
-from layoutfuzz.generators.space import Space
+from layoutfuzz.generators.space import BOX_DIM_BINS, INNER_BINS, Parameter, Space, bin_of
 from layoutfuzz.generators.tma import MAX_DST_OFFSET, device_box
+from layoutfuzz.gpu.targets.base import GpuTarget, hardware_attribution
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Attribution, Availability, Target
+from layoutfuzz.harness.target import Attribution
 from layoutfuzz.oracles.tensor_map import TiledEncoding
-from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
+from layoutfuzz.oracles.tma import SwizzleMode as TmaMode
+from layoutfuzz.oracles.tma import TiledBox, box_from_params
 
 WINDOW = 24 * 1024  # shared-memory bytes dumped per case: the largest offset plus the largest box
-
-
-def cuda_device_count() -> int | None:
-    """CUDA devices visible to this process; None without cuda.bindings."""
-    try:
-        from cuda.bindings import runtime
-    except Exception:
-        return None
-    try:
-        err, count = runtime.cudaGetDeviceCount()
-    except RuntimeError:  # cuda-bindings 13 raises where no driver is installed ("Failed to dlopen libcuda.so.1")
-        return 0
-    return count if err == runtime.cudaError_t.cudaSuccess else 0
-
-
-def cuda_device_availability(min_major: int = 9, needs: tuple[str, ...] = ("torch", "cuda.core")) -> Availability:
-    """A CUDA device of compute capability >= ``min_major``, and the Python packages ``needs``."""
-    count = cuda_device_count()
-    if count is None:
-        return Availability(False, "no CUDA device (cuda.bindings is not installed)")
-    if count == 0:
-        return Availability(False, "no CUDA device")
-    from cuda.bindings import runtime
-
-    err, major = runtime.cudaDeviceGetAttribute(runtime.cudaDeviceAttr.cudaDevAttrComputeCapabilityMajor, 0)
-    if major < min_major:
-        return Availability(False, f"needs compute capability {min_major}.0 or newer, device 0 has {major}.x")
-    for name in needs:  # found, not imported: torch takes seconds to import, and only the workers use it
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except Exception as exc:  # a parent package that fails to import
-            return Availability(False, f"needs {name}: {exc}")
-        if not found:
-            return Availability(False, f"needs {name}: not installed")
-    return Availability(True)
-
-
-def quietly(call: Callable[[], Any]) -> None:
-    """``call()`` on a worker's start-up thread: a failure is met again, and reported, by the first case that needs
-    what it made (a traceback from the thread would land in the middle of that case's log, and its crash signature)."""
-    with contextlib.suppress(Exception):
-        call()
-
-
-def retain_primary_context(ordinal: int = 0) -> None:
-    """Device ``ordinal``'s primary context made and held for this process's life (the driver's calls give up the GIL)."""
-    from cuda.bindings import driver
-
-    (err,) = driver.cuInit(0)
-    if err == driver.CUresult.CUDA_SUCCESS:
-        err, device = driver.cuDeviceGet(ordinal)
-    if err == driver.CUresult.CUDA_SUCCESS:
-        driver.cuDevicePrimaryCtxRetain(device)
-
-
-class GpuTarget(Target):
-    """Base of the targets that run on an sm_90 device. Package versions are in every report
-    already (``reports.report.environment_versions``); this adds the device's name."""
-
-    needs: ClassVar[tuple[str, ...]] = ("torch", "cuda.core")
-    preload = ("numpy", "torch", "cuda.core", "cuda.bindings.driver")  # imported once by the fork server (no CUDA call)
-
-    def availability(self) -> Availability:
-        return cuda_device_availability(9, self.needs)
-
-    def warm_up_worker(self) -> None:
-        """The worker's CUDA context (device 0's primary context, which torch and cuda.core then share), made on a
-        thread while the first batch is generated (and compiled): 0.3 s alone, up to 1.6 s with 16 workers at once."""
-        threading.Thread(target=quietly, args=(retain_primary_context,), name="CUDA context", daemon=True).start()
-
-    def versions(self) -> Mapping[str, str]:
-        try:
-            from cuda.core import Device
-
-            return {"device": Device().name}
-        except Exception:
-            return {}
-
-    @staticmethod
-    def on_device(run: Callable[[], Any]) -> Any:
-        """``run()``; a device fault poisons the CUDA context, so it ends this worker (the harness
-        records a crash and starts a fresh one)."""
-        from layoutfuzz.gpu.device import DeviceFault
-
-        try:
-            return run()
-        except DeviceFault as exc:
-            sys.stderr.write(f"device fault: {exc}\n")
-            sys.stderr.flush()
-            os._exit(70)
 
 
 def validate_box(p: Mapping[str, Any], lowest_rank: int = 2) -> TiledBox:
@@ -140,24 +48,11 @@ def validate_box(p: Mapping[str, Any], lowest_rank: int = 2) -> TiledBox:
     return box
 
 
-def box_from_params(p: Mapping[str, Any]) -> TiledBox:
-    return TiledBox(tuple(p["box_dims"]), p["element_bytes"], tuple(p["element_strides"]), SwizzleMode[p["swizzle"]], p["dst"],
-                    p.get("interleave", 0))
-
-
 @cache
 def _tma_runner():
-    from layoutfuzz.gpu.tma import TmaRunner
+    from layoutfuzz.gpu.tma_driver import TmaRunner
 
     return TmaRunner()
-
-
-def hardware_attribution(target: Target, outcome: str) -> Attribution | None:
-    """A raw driver's divergence or crash is the hardware's (behaviour the PTX text does not state):
-    nothing but the oracle stands above it, and nothing below it can be replayed."""
-    if outcome in ("diverge", "crash"):
-        return Attribution("hardware", target.layer, "a raw PTX kernel through cuda.core disagrees with the PTX text's oracle")
-    return None
 
 
 class TmaSwizzle(GpuTarget):
@@ -200,12 +95,10 @@ class TmaSwizzle(GpuTarget):
         return f"{case.params.get('swizzle', '?')}:{case.params.get('element_bytes', '?')}B"
 
     def parameter_space(self) -> Space:
-        from layoutfuzz.gpu.spaces import tma_space
-
         return tma_space()
 
     def expected(self, case: Case) -> Any:
-        from layoutfuzz.gpu.tma import box_encoding
+        from layoutfuzz.oracles.tma_windows import box_encoding
 
         box = box_from_params(case.params)
         return _ExpectedWindow(box, refusal(box_encoding(box))).__json__()
@@ -216,7 +109,7 @@ class TmaSwizzle(GpuTarget):
 
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
         """The windows byte for byte; a tensor map the validity oracle (``oracles.tensor_map``) refuses must be refused."""
-        from layoutfuzz.gpu.tma import FILL
+        from layoutfuzz.oracles.tma_windows import FILL
 
         if "refused" in expected or "refused" in observed:
             return compare_refusals(expected.get("refused"), observed.get("refused"))
@@ -236,7 +129,7 @@ class TmaSwizzle(GpuTarget):
 
     def expected_batch(self, cases: Sequence[Case]) -> list[Any]:
         """The oracle's windows, computed over all boxes at once in ``compare_batch``; a report's from the box."""
-        from layoutfuzz.gpu.tma import box_encoding
+        from layoutfuzz.oracles.tma_windows import box_encoding
 
         return [_ExpectedWindow(box, refusal(box_encoding(box))) for box in self.boxes(cases)]
 
@@ -251,8 +144,7 @@ class TmaSwizzle(GpuTarget):
         """The oracle's placements over all boxes (``oracles.tma_windows``), checked against the windows where they
         are: on the device for one launch's windows, else on the host (``window_mismatches``); only a case that
         differs is compared again, cell by cell, on the host."""
-        from layoutfuzz.gpu.tma import FILL, source_words
-        from layoutfuzz.oracles.tma_windows import placements, window_mismatches
+        from layoutfuzz.oracles.tma_windows import FILL, placements, source_words, window_mismatches
 
         verdicts: list[Comparison | None] = [None] * len(cases)
         copied = []  # positions of windows to compare: both sides say the map was accepted
@@ -304,7 +196,7 @@ class _ExpectedWindow:
     refused: str = ""
 
     def __json__(self) -> dict[str, str]:
-        from layoutfuzz.gpu.tma import expected_window
+        from layoutfuzz.oracles.tma_windows import expected_window
 
         if self.refused:
             return {"refused": self.refused}
@@ -326,7 +218,7 @@ class _DeviceWindow:
     """An observed window still on the device (row ``row`` of a launch's windows), copied to the host only
     where a report needs it."""
 
-    windows: Any  # gpu.tma.DeviceWindows
+    windows: Any  # gpu.tma_driver.DeviceWindows
     row: int
 
     @property
@@ -377,125 +269,50 @@ def _cell_kind(want: np.ndarray, got: np.ndarray, fill: int) -> str:
     return "written outside the box" if np.all(untouched) else "wrong data"
 
 
-@cache
-def _wgmma_runner():
-    from layoutfuzz.gpu.wgmma import WgmmaRunner
+def tma_space() -> Space:
+    """``tma.swizzle``: one tiled box copied by the TMA unit through a tensor map (cuTensorMapEncodeTiled)."""
+    api = "CUDA driver API: cuTensorMapEncodeTiled"
+    modes = tuple(m.name for m in TmaMode if m.spec.cuda is not None)
 
-    return WgmmaRunner()
+    def inner_units(p: Mapping[str, Any]) -> str:
+        return bin_of(p["box_dims"][0] * p["element_bytes"] // 16, INNER_BINS)
 
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        if "inner row (16-byte units)" not in pair:
+            return False
+        low = int(pair["inner row (16-byte units)"].split("-")[0])
+        if "swizzle" in pair:  # a swizzled inner row must fit the swizzle span
+            span = TmaMode[pair["swizzle"]].spec.span
+            return bool(span) and low * 16 > span
+        if "element bytes" in pair:  # at most 256 elements a row
+            return low * 16 > 256 * pair["element bytes"]
+        return False
 
-class WgmmaDescriptor(GpuTarget):
-    name = "wgmma.descriptor"
-    layer = "the tensor cores (raw wgmma.mma_async, no compiler in between)"
-    description = "wgmma.mma_async (sm_90a) reading an operand through a matrix descriptor vs the canonical-layout oracle"
-    requires = ("cuda device sm_90a", "cuda.core", "cuda.bindings", "torch")
-    max_batch = 4096  # operands per launch
-    batch_seconds = 0.5  # as tma.swizzle's: 0.5 s of work a batch gave 1.28x 0.1 s (H100)
-    plain_params = True
-
-    def attribute(self, outcome: str, signature: str) -> Attribution | None:
-        return hardware_attribution(self, outcome)
-
-    def generate(self, source: Source) -> dict[str, Any]:
-        from layoutfuzz.generators.wgmma import device_case
-
-        return device_case(source)
-
-    def validate(self, case: Case) -> None:
-        from layoutfuzz.generators.wgmma import WIDE_WINDOW
-        from layoutfuzz.gpu.wgmma import WINDOW, probe_descriptor, probe_layout
-        from layoutfuzz.gpu.wgmma_shapes import SHAPES
-        from layoutfuzz.oracles.wgmma import WGMMA_N
-        from layoutfuzz.oracles.wgmma_addresses import highest_address
-
-        p = case.params
-        if p.get("dtype", "f16") not in SHAPES or p.get("n") not in WGMMA_N[p.get("dtype", "f16")]:
-            raise ValueError(f"dtype {p.get('dtype')!r} with N {p.get('n')!r} is not a wgmma shape the probe runs")
-        layout = probe_layout(p)
-        probe_descriptor(p)
-        window, offset = p.get("window", WINDOW), p.get("window_offset", 0)
-        if not isinstance(window, int) or window % 1024 or not WINDOW <= window <= WIDE_WINDOW:
-            raise ValueError(f"window is a multiple of 1024 from {WINDOW} to {WIDE_WINDOW}")
-        if highest_address(layout) + 16 > window:
-            raise ValueError(f"the operand reaches past the {window}-byte window")
-        if not isinstance(offset, int) or offset % 1024 or not 0 <= offset <= WIDE_WINDOW - window:
-            raise ValueError(f"window_offset is a multiple of 1024 from 0 to {WIDE_WINDOW - window}")
-        rows, cols = layout.shape
-        if p["operand"] == "A" and not cols <= p["n"] <= 64:  # D = A x I shows A's K columns; the identity has 64 rows
-            raise ValueError(f"A is seen through D = A x I: N {p['n']} must be from K ({cols}) to 64")
-        if rows != (64 if p["operand"] == "A" else p["n"]):
-            raise ValueError(f"the operand's MN extent {rows} is not {'64 (A)' if p['operand'] == 'A' else 'N (B)'}")
-
-    def family(self, case: Case) -> str:
-        p = case.params
-        return f"{p.get('operand', '?')}/{p.get('major', '?')}/{p.get('swizzle', '?')}"
-
-    def parameter_space(self) -> Space:
-        from layoutfuzz.gpu.spaces import wgmma_space
-
-        return wgmma_space()
-
-    def expected(self, case: Case) -> Any:
-        from layoutfuzz.gpu.wgmma import probe_layout
-
-        return probe_layout(case.params).addresses()
-
-    def observed(self, case: Case) -> Any:
-        return self.on_device(lambda: _wgmma_runner().run([case.params])[0])
-
-    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
-        verdict = super().compare(case, expected, observed)
-        if verdict.ok or np.shape(expected) != np.shape(observed):
-            return verdict
-        return Comparison(False, verdict.mismatch_count, verdict.mismatches, address_bits_signature(expected, observed), verdict.note)
-
-    # ---- many cases at once: the address oracle over arrays, a launch per digit for all cases (issue 16) -------
-
-    def expected_batch(self, cases: Sequence[Case]) -> list[Any]:
-        """``canonical_addresses`` of every operand at once; a case whose layout is refused gets its error."""
-        from layoutfuzz.gpu.wgmma import probe_layout
-        from layoutfuzz.oracles.wgmma_addresses import canonical_addresses
-
-        layouts: list[Any] = []
-        for case in cases:
-            try:
-                layouts.append(probe_layout(case.params))
-            except Exception as exc:
-                layouts.append(exc)
-        good = [i for i, layout in enumerate(layouts) if not isinstance(layout, Exception)]
-        tables = canonical_addresses([layouts[i] for i in good])
-        for i, table in zip(good, tables):
-            layouts[i] = _Addresses(table)
-        return layouts
-
-    def observed_batch(self, cases: Sequence[Case]) -> list[Any]:
-        """One launch per digit for all cases of an element type (``WgmmaRunner.run_arrays``)."""
-        tables = self.on_device(lambda: _wgmma_runner().run_arrays([c.params for c in cases]))
-        return [_Addresses(t) for t in tables]
-
-    def compare_batch(self, cases: Sequence[Case], expected: Sequence[Any], observed: Sequence[Any]) -> list[Comparison]:
-        """Whole tables compared as arrays; only a case that differs is compared again, element by element."""
-        return [Comparison(True) if np.array_equal(e.table, o.table) else self.compare(c, e.__json__(), o.__json__())
-                for c, e, o in zip(cases, expected, observed)]
+    return Space((
+        Parameter("swizzle", modes, "PTX ISA 5.5.7 (seed 004); CUtensorMapSwizzle", lambda p: p["swizzle"]),
+        Parameter("element bytes", (1, 2, 4, 8), f"{api}: CUtensorMapDataType sizes", lambda p: p["element_bytes"]),
+        Parameter("rank", (1, 2, 3, 4, 5), f"{api}: tensorRank 1-5", lambda p: len(p["box_dims"]),
+                  {1: "the probe's window is addressed by rows: a rank-1 box is a rank-2 box of one row"}),
+        Parameter("inner row (16-byte units)", INNER_BINS, f"{api}: boxDim[0] x element size, 16-byte multiple", inner_units),
+        Parameter("outer box dim", BOX_DIM_BINS, f"{api}: boxDim[i] <= 256", lambda p: bin_of(max(p["box_dims"][1:] or [1]), BOX_DIM_BINS)),
+        Parameter("element stride", tuple(range(1, 9)), f"{api}: elementStrides[i] 1-8", lambda p: max(p["element_strides"])),
+        Parameter("base offset", tuple(range(8)), "PTX ISA 5.5.7 (seed 004): base offset of the destination", lambda p: p["dst"] // 128 % 8),
+        Parameter("interleave", ("none", "16B", "32B"), f"{api}: CUtensorMapInterleave", lambda p: p.get("interleave", "none"),
+                  dict.fromkeys(("16B", "32B"), INTERLEAVE_EXCLUDED)),
+        Parameter("out-of-bound fill", ("none", "nan"), f"{api}: CUtensorMapFloatOOBfill", lambda p: p.get("oob_fill", "none"),
+                  {"nan": NAN_FILL_EXCLUDED}),
+        Parameter("start coordinates", ("zero", "inside", "negative", "past the bound"), "PTX ISA: cp.async.bulk.tensor coordinates",
+                  lambda p: p.get("coordinates", "zero"), dict.fromkeys(("inside", "negative", "past the bound"), BY_TMA_COPY)),
+        Parameter("direction", ("load", "store"), "PTX ISA: cp.async.bulk.tensor (global to shared and back)",
+                  lambda p: p.get("direction", "load"), {"store": BY_TMA_COPY}),
+    ), illegal)
 
 
-@dataclass(frozen=True, eq=False)
-class _Addresses:
-    """An [mn][k] table of byte addresses; as nested lists (what the per-case methods give) only where a report needs it."""
-
-    table: np.ndarray
-
-    def __json__(self) -> list[list[int]]:
-        return self.table.tolist()
+BY_TMA_COPY = "drawn by tma.copy, whose cases carry a global tensor and start coordinates (this target checks placement from 0)"
 
 
-def address_bits_signature(expected: Any, observed: Any) -> str:
-    """What a wrong read got wrong, in the descriptor's terms (the XOR of expected and observed
-    addresses): the order of elements inside a 16-byte chunk (bits 0-3), the row or stride (LBO, SBO,
-    start: bits 7 and up), else only the 16-byte chunk within its row (bits 4-6: the swizzle)."""
-    xor = int(np.bitwise_or.reduce((np.asarray(expected, dtype=np.int64) ^ np.asarray(observed, dtype=np.int64)).ravel()))
-    if xor & 0xF:
-        return "wrong element within a 16-byte chunk"
-    if xor >> 7:
-        return "wrong row or stride (LBO, SBO, start)"
-    return "wrong 16-byte chunk (swizzle)"
+INTERLEAVE_EXCLUDED = "interleaved copies are tma.copy's (their observed rules: oracles.tma_copy); tma.encode checks their encodings"
+
+
+NAN_FILL_EXCLUDED = "drawn by tma.copy, whose loads cross the tensor's bounds (this target's boxes lie inside their tensor)"

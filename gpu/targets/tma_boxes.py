@@ -25,9 +25,10 @@ from layoutfuzz.generators.mosaic_gpu import ELEMENT_BYTES, ROWS, SWIZZLES, tma_
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
-from layoutfuzz.gpu.mosaic_gpu import MosaicGpu
-from layoutfuzz.gpu.targets import WINDOW, GpuTarget, _tma_runner, compare_windows, hardware_attribution
-from layoutfuzz.gpu.triton_tma import TritonTma
+from layoutfuzz.gpu.targets.base import GpuTarget, hardware_attribution
+from layoutfuzz.gpu.targets.mosaic_gpu import MosaicGpu
+from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, _tma_runner, compare_windows
+from layoutfuzz.gpu.targets.triton_tma import TritonTma
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Attribution, Target, Unsupported
 from layoutfuzz.oracles.tma import NVMMA_MODES, TiledBox
@@ -82,6 +83,10 @@ class TmaBoxModel(Target):
         """The box in ``cuTensorMapEncodeTiled``'s terms (innermost first), at the start of shared memory."""
         return TiledBox((p["columns"], p["rows"]), p["element_bytes"], (1, 1), NVMMA_MODES[p["swizzle"]], 0)
 
+    def picture(self, report: dict[str, Any]) -> Any:
+        """None: its reports get the shared pictures (the box picture is ``triton.tma``'s)."""
+        return None
+
 
 class RawTmaBoxes(TmaBoxModel, GpuTarget):
     name = "tma.boxes"
@@ -91,7 +96,7 @@ class RawTmaBoxes(TmaBoxModel, GpuTarget):
     system = "raw driver"
 
     def expected(self, case: Case) -> dict[str, str]:
-        from layoutfuzz.gpu.tma import expected_window
+        from layoutfuzz.oracles.tma_windows import expected_window
 
         return {"window": expected_window(self.box(case.params), WINDOW).tobytes().hex()}
 
@@ -100,7 +105,7 @@ class RawTmaBoxes(TmaBoxModel, GpuTarget):
         return {"refused": window} if isinstance(window, str) else {"window": window.tobytes().hex()}
 
     def compare(self, case: Case, expected: dict[str, str], observed: dict[str, str]) -> Comparison:
-        from layoutfuzz.gpu.tma import FILL
+        from layoutfuzz.oracles.tma_windows import FILL
 
         if "refused" in observed:
             return Comparison(False, 1, (observed["refused"],), "tensor map refused", "the driver refused a box PTX allows")

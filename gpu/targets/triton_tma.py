@@ -12,12 +12,13 @@ from typing import Any
 import numpy as np
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.generators.legacy_space import WARPS
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
-from layoutfuzz.generators.space import Space
-from layoutfuzz.gpu.targets import compare_windows
+from layoutfuzz.generators.space import Parameter, Space
+from layoutfuzz.gpu.targets.gluon_kernel import GluonKernelTarget
+from layoutfuzz.gpu.targets.tma_swizzle import compare_windows
 from layoutfuzz.gpu.tensor_descriptors import encoded_maps
-from layoutfuzz.gpu.triton_targets import GluonKernelTarget
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Attribution
 from layoutfuzz.oracles.tma import block_boxes
@@ -49,7 +50,7 @@ def first_box(p: Mapping[str, Any]):
 
 @cache
 def _store_runner():
-    from layoutfuzz.gpu.tma import TmaStoreRunner
+    from layoutfuzz.gpu.tma_driver import TmaStoreRunner
 
     return TmaStoreRunner()
 
@@ -58,8 +59,8 @@ def raw_store_past_bound(p: Mapping[str, Any]) -> bool | None:
     """Whether the raw TMA store (no Triton) of the block's box that reaches the innermost bound
     writes past that bound; None where no box reaches an unaligned bound, or a coordinate is
     negative (a store there traps: a finding of its own)."""
-    from layoutfuzz.gpu.tma import DTYPE_BY_BYTES
     from layoutfuzz.oracles.tensor_map import TiledEncoding
+    from layoutfuzz.oracles.tma_windows import DTYPE_BY_BYTES
 
     e = p["elem_bits"] // 8
     shape, coord, pitch = p["global_shape"], p["coord"], padded_shape(p)
@@ -117,9 +118,7 @@ class TritonTma(GluonKernelTarget):
     needs = ("torch", "triton", "cuda.core")
 
     def parameter_space(self) -> Space:
-        """Every parameter this target draws with its legal range (layoutfuzz.gpu.spaces)."""
-        from layoutfuzz.gpu.spaces import triton_tma_space
-
+        """Every parameter this target draws with its legal range."""
         return triton_tma_space()
 
     def generate(self, source: Source) -> dict[str, Any]:
@@ -222,8 +221,8 @@ class TritonTma(GluonKernelTarget):
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
         from layoutfuzz.gpu.gluon_probes import tma_probe
-        from layoutfuzz.gpu.targets import WINDOW, _tma_runner
-        from layoutfuzz.gpu.tma import expected_window
+        from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, _tma_runner
+        from layoutfuzz.oracles.tma_windows import expected_window
 
         p = case.params
         dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
@@ -288,3 +287,76 @@ class TritonTma(GluonKernelTarget):
         inner = np.flatnonzero(want != got) % padded_shape(p)[-1]
         bound = p["global_shape"][-1]
         return bool(inner.size) and bool(np.all((inner >= bound) & (inner < -(-bound * e // 16) * 16 // e)))
+
+    def picture(self, report: dict[str, Any]) -> Any:
+        """The first CTA's box in shared memory (which 16 bytes of its row each cell holds) beside the global tensor's wrong
+        cells in red; None for a case of no block."""
+        if not report["case"]["params"].get("block"):
+            return None
+        from layoutfuzz.reports.pictures import CELL, cells, mismatched_cells, pyplot
+
+        plt = pyplot()
+        p = report["case"]["params"]
+        e = p["elem_bits"] // 8
+        fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+        box = first_box(p)
+        lines = min(16, max(1, box.footprint_bytes // 128))
+        labels = np.zeros((lines, 8), dtype=int)  # which 16-byte chunk of its row each shared-memory cell holds
+        for index in box.indices():
+            address = box.address(index)
+            if address // 128 < lines and index[0] * e % CELL == 0:
+                labels[address // 128, (address % 128) // CELL] = index[0] * e // CELL
+        cells(left, labels, np.zeros_like(labels, dtype=bool), f"shared memory ({p['swizzle']}B swizzle): which 16 B of its row each cell holds",
+               "16-byte cell within the 128-byte line", "128-byte line", labels)
+        row_bytes = padded_shape(p)[-1] * e
+        rows = min(64, prod(p["global_shape"][:-1]))
+        per_row = -(-row_bytes // CELL)
+        bad = np.zeros((rows, per_row), dtype=bool)
+        for address in mismatched_cells(report.get("first_mismatches", [])):
+            for byte in range(address, address + CELL):  # the global tensor's 16-byte cells a mismatch touches
+                if byte // row_bytes < rows:
+                    bad[byte // row_bytes, (byte % row_bytes) // CELL] = True
+        bound = p["global_shape"][-1] * e / CELL - 0.5
+        cells(right, np.zeros_like(bad, dtype=int), bad, f"global tensor ({rows} rows shown): wrong cells in red (the first 8 reported)",
+               "16-byte cell of the row (row stride included)", "row (outer dims flattened)")
+        right.axvline(bound, color="blue", linewidth=1)
+        right.text(bound, -0.8, " innermost bound", color="blue", fontsize=7)
+        return fig
+
+
+def triton_tma_space() -> Space:
+    """``triton.tma``: a Gluon TMA load and store of one box through an NVMMA-shared buffer."""
+    gluon = "Gluon: TensorDescriptor and tma.async_copy_global_to_shared / shared_to_global over NVMMAShared"
+    api = "CUDA driver API: cuTensorMapEncodeTiled"
+
+    def over_edge(p: Mapping[str, Any]) -> str:
+        hangs = any(c < 0 or c + b > n for c, b, n in zip(p["coord"], p["block"], p["global_shape"]))
+        return "yes" if hangs else "no"
+
+    def illegal(a: str, x: Any, b: str, y: Any) -> bool:
+        pair = {a: x, b: y}
+        if "inner box bytes" in pair and "swizzle" in pair:  # the inner row spans at least the swizzle (and 16 bytes)
+            return pair["inner box bytes"] < max(16, pair["swizzle"])
+        if "inner box bytes" in pair and "element bits" in pair:  # at most 256 elements a row
+            return pair["inner box bytes"] > 256 * pair["element bits"] // 8
+        if "box rows (log2)" in pair and "swizzle" in pair:  # a swizzled box holds the 8-row atom, in 16 KiB
+            return (pair["swizzle"] > 0 and pair["box rows (log2)"] < 3) or max(16, pair["swizzle"]) << pair["box rows (log2)"] > 16384
+        if "box rows (log2)" in pair and "inner box bytes" in pair:  # this target's boxes: at most 16 KiB
+            return pair["inner box bytes"] << pair["box rows (log2)"] > 16384
+        return False
+
+    return Space((
+        Parameter("element bits", (8, 16, 32), f"{gluon}: NVMMASharedLayout element_bitwidth 8-32", lambda p: p["elem_bits"]),
+        Parameter("swizzle", (0, 32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width", lambda p: p["swizzle"]),
+        Parameter("rank", (2, 3, 4, 5), f"{api}: tensorRank up to 5", lambda p: len(p["block"]),
+                  {4: "oracles/triton_layouts.py models NVMMA shared layouts of rank 2-3",
+                   5: "oracles/triton_layouts.py models NVMMA shared layouts of rank 2-3"}),
+        Parameter("inner box bytes", (16, 32, 64, 128, 256, 512, 1024), f"{api}: boxDim[0] x element size, 16-byte "
+                  "multiples, boxDim <= 256", lambda p: p["block"][-1] * p["elem_bits"] // 8),
+        Parameter("box rows (log2)", tuple(range(9)), f"{api}: boxDim[i] <= 256 (this target: at most 16 KiB a box)",
+                  lambda p: sum(b.bit_length() - 1 for b in p["block"][:-1])),
+        Parameter("over an edge", ("no", "yes"), "PTX ISA: cp.async.bulk.tensor out-of-bound elements (zero fill, skipped stores)",
+                  over_edge),
+        Parameter("padded rows", ("no", "yes"), f"{api}: globalStrides, multiples of 16 bytes", lambda p: "yes" if p["row_pad"] else "no"),
+        Parameter("num_warps", WARPS, "Triton: a power of two, up to 32 warps", lambda p: p["num_warps"]),
+    ), illegal)

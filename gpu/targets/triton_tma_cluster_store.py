@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.gpu.triton_targets import KernelSpec
-from layoutfuzz.gpu.triton_tma_cluster import TritonTmaCluster, cta_part, probe_arguments, probe_signature
+from layoutfuzz.gpu.targets.gluon_kernel import KernelSpec
+from layoutfuzz.gpu.targets.triton_tma_cluster import TritonTmaCluster, cta_part, probe_arguments, probe_signature
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.oracles.tma_copy import store_reach
 

@@ -1,8 +1,8 @@
 """Driver for TMA tiled copies on a Hopper GPU: tensor maps through ctypes on libcuda, the copy
 kernels (gpu/kernels/tma_copy.cu) through cuda.core, many cases per launch.
 
-``box_encoding`` and ``expected_window`` are pure and run anywhere; ``TmaRunner`` needs a
-CUDA device (and torch for device buffers).
+The oracle's side (``box_encoding``, ``expected_window``) is in ``oracles.tma_windows`` and runs anywhere;
+``TmaRunner`` needs a CUDA device (and torch for device buffers).
 """
 
 from __future__ import annotations
@@ -17,72 +17,7 @@ from layoutfuzz.gpu.device import KernelRunner, compile_kernel
 from layoutfuzz.oracles.tensor_map import DATA_TYPE_BYTES, TiledEncoding
 from layoutfuzz.oracles.tma import TiledBox
 from layoutfuzz.oracles.tma_copy import TensorCopy, reach_bytes
-from layoutfuzz.oracles.tma_windows import Placements
-
-FILL = 0xA5  # shared-memory bytes the copy does not write keep this value
-DTYPE_BY_BYTES = {1: 0, 2: 1, 4: 2, 8: 4}  # CU_TENSOR_MAP_DATA_TYPE_UINT8/16/32, UINT64 (value 4)
-
-
-def box_encoding(box: TiledBox, address: int = 0) -> TiledEncoding:
-    """The ``cuTensorMapEncodeTiled`` arguments of a global tensor just large enough for the box, read from coordinate 0:
-    rows padded to 16 bytes (the driver's rule)."""
-    if box.element_bytes not in DTYPE_BY_BYTES or box.swizzle.spec.cuda is None:
-        raise ValueError(f"no CUDA tensor map for {box.element_bytes}-byte elements in mode {box.swizzle.spec.name}")
-    dims = tuple(box.box_dims)
-    strides, pitch = [], -(-dims[0] * box.element_bytes // 16) * 16
-    for d in dims[1:]:
-        strides.append(pitch)
-        pitch *= d
-    return TiledEncoding(DTYPE_BY_BYTES[box.element_bytes], address, dims, tuple(strides), dims, tuple(box.element_strides),
-                         swizzle=box.swizzle.spec.cuda)
-
-
-def global_bytes(encoding: TiledEncoding) -> np.ndarray:
-    """The global tensor's bytes: a hash of each byte's offset, so misplaced data shows."""
-    return hashed_bytes(encoding.global_bytes)
-
-
-def hashed_bytes(size: int) -> np.ndarray:
-    """``size`` bytes, each a hash of its offset: every tensor's data is the start of the same sequence, so
-    one buffer of the largest serves a batch of tensor maps (read-only: a view of the sequence made so far)."""
-    global _HASHED
-    if size > _HASHED.size:  # grown by doubling, as a repeat of one period: a box's tensor may span 64 MiB
-        _HASHED = np.resize(_hash_period(), max(size, 2 * _HASHED.size, HASH_PERIOD))
-        _HASHED.flags.writeable = False
-    return _HASHED[:size]
-
-
-HASH_PERIOD = 1 << 21  # byte i is bits 13-20 of i * 0x9E3779B1, which depend on i mod 2^21 alone (the factor is odd)
-
-
-@cache
-def _hash_period() -> np.ndarray:
-    index = np.arange(HASH_PERIOD, dtype=np.uint64)
-    return ((index * np.uint64(0x9E3779B1) >> np.uint64(13)) & np.uint64(0xFF)).astype(np.uint8)
-
-
-_HASHED = np.empty(0, np.uint8)
-
-
-def source_words(boxes: list[TiledBox]) -> np.ndarray:
-    """The global data every box of a batch reads (``hashed_bytes`` up to the largest tensor), as 8-byte words:
-    what ``oracles.tma_windows`` places."""
-    size = max(box_encoding(box).global_bytes for box in boxes)
-    return hashed_bytes(-(-size // 8) * 8).view(np.uint64)
-
-
-def expected_window(box: TiledBox, window: int) -> np.ndarray:
-    """The oracle's shared-memory window after the copy (``box.dst`` counted from its base)."""
-    encoding = box_encoding(box)
-    data = global_bytes(encoding)
-    out = np.full(window, FILL, dtype=np.uint8)
-    e = box.element_bytes
-    pitches = (e, *encoding.global_strides)
-    for index in box.indices():
-        src = sum(i * s * p for i, s, p in zip(index, box.element_strides, pitches))
-        dst = box.address(index)
-        out[dst : dst + e] = data[src : src + e]
-    return out
+from layoutfuzz.oracles.tma_windows import DTYPE_BY_BYTES, FILL, Placements, box_encoding, hashed_bytes
 
 
 def encode_tiled(e: TiledEncoding) -> tuple[int, np.ndarray]:

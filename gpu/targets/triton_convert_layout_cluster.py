@@ -9,7 +9,7 @@ wrong data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -23,8 +23,9 @@ from layoutfuzz.generators.layouts import (
 )
 from layoutfuzz.generators.shrink import drop_basis, replaced
 from layoutfuzz.generators.source import Source
-from layoutfuzz.generators.space import Space
-from layoutfuzz.gpu.triton_targets import INT_TYPES, KernelSpec, TritonConvertLayout, _permuted
+from layoutfuzz.generators.space import Parameter, Space
+from layoutfuzz.gpu.targets.gluon_kernel import INT_TYPES, KernelSpec, _permuted
+from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout, _convert_illegal, convert_layout_space
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
 CLUSTER_DIMS = (*DISTRIBUTED_DIMS, "block")
@@ -92,12 +93,14 @@ class TritonConvertLayoutCluster(TritonConvertLayout):
         return f"{super().family(case)}:{p.get('num_ctas', '?')} CTAs:{tiled}"
 
     def parameter_space(self) -> Space:
-        from layoutfuzz.gpu.spaces import convert_layout_cluster_space
-
         return convert_layout_cluster_space()
 
     def kernel_spec(self, case: Case) -> KernelSpec:
         return replace(super().kernel_spec(case), num_ctas=case.params["num_ctas"])
+
+    def picture(self, report: dict[str, Any]) -> Any:
+        """None: its reports get the shared pictures (the holders picture is ``triton.convert_layout``'s)."""
+        return None
 
 
 def ctas_tile(layout: LinearLayout) -> bool:
@@ -107,3 +110,21 @@ def ctas_tile(layout: LinearLayout) -> bool:
     blocks = dict(layout.in_dims).get("block", ())
     split = [sum(1 for basis in blocks if basis[d]) for d in range(len(sizes))]
     return all(basis[d].bit_length() - 1 >= sizes[d] - split[d] for basis in blocks for d in range(len(sizes)) if basis[d])
+
+
+def convert_layout_cluster_space() -> Space:
+    """``triton.convert_layout_cluster``: ``convert_layout_space`` over a cluster of CTAs (the ``block`` dimension)."""
+    base = convert_layout_space()
+
+    def block_broadcast(p: Mapping[str, Any]) -> str:
+        return "yes" if any(not any(b) for b in dict(LinearLayout.from_dict(p["a"]).in_dims).get("block", ())) else "no"
+
+    cuda = "CUDA programming guide: a cluster of up to 8 CTAs is portable (16 on an H100 with a non-portable size)"
+    return Space((
+        *base.parameters,
+        Parameter("num_ctas", (1, 2, 4, 8, 16), f"Triton: num_ctas; {cuda}", lambda p: p["num_ctas"],
+                  {1: "one CTA is triton.convert_layout's", 16: "a non-portable cluster size"}),
+        Parameter("A broadcasts blocks", ("no", "yes"), "the paper, Def 4.10 (zero columns)", block_broadcast),
+        Parameter("block bases", ("CTA tiles", "scattered blocks"), "Gluon: DistributedLinearLayout's block_bases (any bits)",
+                  lambda p: "CTA tiles" if ctas_tile(LinearLayout.from_dict(p["a"])) else "scattered blocks"),
+    ), _convert_illegal)
