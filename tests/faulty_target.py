@@ -234,7 +234,7 @@ class ReadPastAllocation(ValueTarget):
     max_batch = 16
 
     def availability(self):
-        from layoutfuzz.gpu.targets import cuda_device_availability
+        from layoutfuzz.gpu.targets.base import cuda_device_availability
 
         return cuda_device_availability(9, needs=("cuda.core",))
 

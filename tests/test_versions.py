@@ -232,7 +232,7 @@ def test_kernels_compiles_each_case_once_per_release_and_files_rejections(tmp_pa
     import triton
 
     from layoutfuzz.gpu.prebuilt import CompiledKernel, kernel_path
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
     from layoutfuzz.harness.runner import make_case
 
     args = ["kernels", "--targets", "triton.convert_layout", "--cases", "3", "--seed", "4", "--out", "k", "--jobs", "2", "-q"]
@@ -255,7 +255,7 @@ def test_kernels_compiles_each_case_once_per_release_and_files_rejections(tmp_pa
     (tmp_path / "bad.json").write_text(json.dumps({**case.to_dict(), "params": bad}))
     refused = layoutfuzz("kernels", "--case", "bad.json", "--out", "k", "-q", cwd=tmp_path, timeout=600)
     assert refused.returncode == 2 and "malformed case" in refused.stderr, refused.stderr  # a case file is data: validated first
-    from layoutfuzz.harness.precompile import Job, compile_all
+    from layoutfuzz.gpu.precompile import Job, compile_all
     from layoutfuzz.harness.registry import resolve
 
     counts = compile_all([Job(resolve(target.name), Case.from_dict({**case.to_dict(), "params": bad}))], folder, 1, 600, True)
@@ -265,8 +265,9 @@ def test_kernels_compiles_each_case_once_per_release_and_files_rejections(tmp_pa
 
 def test_without_a_gpu_prebuilt_kernels_are_unsupported_with_the_reason(tmp_path, monkeypatch):
     from layoutfuzz.gpu.prebuilt import ENV
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout, TritonSharedMemory
-    from layoutfuzz.gpu.triton_wgmma import TritonWgmma
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_shared_memory import TritonSharedMemory
+    from layoutfuzz.gpu.targets.triton_wgmma import TritonWgmma
 
     monkeypatch.setenv(ENV, str(tmp_path))
     assert not TritonConvertLayout().availability().available
@@ -282,15 +283,16 @@ def test_prebuilt_kernels_give_what_the_same_kernels_give_through_triton(tmp_pat
     # the cubin paths (the kernel cache; prebuilt kernels), launched by cuda.core, against Triton's own launch
     from layoutfuzz.gpu.kernel_cache import JIT
     from layoutfuzz.gpu.prebuilt import ENV, kernel_path
-    from layoutfuzz.gpu.targets import cuda_device_availability
-    from layoutfuzz.gpu.triton_targets import TritonConvertLayout, TritonSharedMemory
+    from layoutfuzz.gpu.targets.base import cuda_device_availability
+    from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
+    from layoutfuzz.gpu.targets.triton_shared_memory import TritonSharedMemory
     from layoutfuzz.harness.runner import make_case
 
     if not cuda_device_availability(9, ("torch", "cuda.core", "triton")).available:
         pytest.skip("no sm_90 CUDA device with torch, cuda.core and Triton")
     import triton
 
-    from layoutfuzz.gpu.triton_clusters import TritonConvertLayoutCluster
+    from layoutfuzz.gpu.targets.triton_convert_layout_cluster import TritonConvertLayoutCluster
     from layoutfuzz.harness.triton_compat import parse_version
 
     folder = tmp_path / f"triton-{triton.__version__}"

@@ -1,4 +1,5 @@
-"""GPU targets: the hardware as the system under test for the PTX oracles."""
+"""The base of the GPU targets (``GpuTarget``: the hardware as the system under test for the PTX oracles), whether a
+CUDA device is here, and a worker's CUDA context; whom a raw driver's divergence is blamed on."""
 
 from __future__ import annotations
 

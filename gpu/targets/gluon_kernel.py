@@ -1,4 +1,5 @@
-"""GPU targets that run generated Triton/Gluon kernels (issue: GPU drivers II)."""
+"""The base of the GPU targets that compile a generated Gluon kernel per case and run it (``GluonKernelTarget``), what
+compiling one takes (``KernelSpec``), and compiling for sm_90a without a device (``compile_for_sm90``)."""
 
 from __future__ import annotations
 
