@@ -145,7 +145,7 @@ class TritonCompile(GluonTarget):
         from triton.backends.compiler import GPUTarget
         from triton.experimental.gluon._runtime import GluonASTSource
 
-        from layoutfuzz.gpu import gluon_kernels
+        from layoutfuzz.harness.triton_compat import gluon_kernels
 
         p = case.params
         dtype = "*" + DTYPES[p["elem_bits"]]

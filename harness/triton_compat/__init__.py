@@ -8,7 +8,8 @@ per concern, so that a target asks "how do I do X on this Triton" and never chec
 - ``lowering``: second lowerings of one operation (3.9's forced warp shuffle).
 - ``ttgir``: what the TTGIR layoutfuzz writes itself must say on each release (module attributes).
 - ``barriers``: the mbarrier layout a TMA load over a cluster takes on each release.
-- ``gluon_layouts``: the oracle's layouts as Gluon's, and the base of the targets that ask Gluon.
+- ``gluon_layouts``: the oracle's layouts as Gluon's, and the base of the targets that ask Gluon; ``gluon_kernels``:
+  the Gluon kernels ``triton.compile`` compiles.
 
 Which Triton is under test is decided here too: the one whose prebuilt kernels ``$LAYOUTFUZZ_KERNELS`` names
 (``gpu.prebuilt``), else the one this process imports; and where layoutfuzz caches what it makes (``cache_root``).

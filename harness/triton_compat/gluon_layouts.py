@@ -16,7 +16,7 @@ class GluonTarget(Target):
 
     requires: ClassVar[tuple[str, ...]] = ("triton",)
     preload: ClassVar[tuple[str, ...]] = ("triton", "triton.experimental.gluon.language", "triton.compiler.compiler",
-                                          "layoutfuzz.gpu.gluon_kernels")
+                                          "layoutfuzz.harness.triton_compat.gluon_kernels")
 
     def warm_up(self) -> None:
         from layoutfuzz.harness.triton_compat import builder

@@ -1,6 +1,6 @@
 """Gluon kernels the ``triton.compile`` target compiles for sm_90a (on a CPU, never run): a layout conversion and a
 shared-memory round trip of one M x N tile. Layouts arrive as constexpr arguments. (The GPU targets run the probes
-of ``gluon_probes``.)"""
+of ``gpu.gluon_probes``.)"""
 
 from __future__ import annotations
 
