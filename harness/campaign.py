@@ -15,13 +15,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
+from tqdm import tqdm
 
 from layoutfuzz.harness import registry, trust
 from layoutfuzz.harness.batching import StoredPasses
 from layoutfuzz.harness.health import Health
+from layoutfuzz.harness.reduce import Reduction, reduce_case
 from layoutfuzz.harness.runner import Runner, Shard, run_cases, share
 from layoutfuzz.harness.target import Target, make_case
 from layoutfuzz.reports.buckets import PROBLEMS, bucket_table
@@ -32,9 +34,6 @@ from layoutfuzz.reports.side_by_side import model_groups, side_by_side
 from layoutfuzz.reports.signatures import root_cause_and_bucket
 from layoutfuzz.reports.store import DB_NAME, DirectoryLock, Store, StoreError, report_name
 from layoutfuzz.reports.tables import pass_rate_table, render, write_tables
-
-if TYPE_CHECKING:
-    from layoutfuzz.harness.reduce import Reduction
 
 DEFAULT_OUT = "layoutfuzz-out"
 DEFAULT_TARGETS = "triton.linear_layout,triton.layouts,triton.shared_layouts,triton.bank_conflicts,triton.compile"  # every CPU target
@@ -372,8 +371,6 @@ class Campaign:
 def run_campaign(settings: CampaignSettings) -> Campaign:
     """Runs (or resumes) the campaign ``settings`` describe, records everything, writes the tables, and
     with ``settings.reduce`` reduces each bucket's representative (reduce, then bucket)."""
-    from tqdm import tqdm
-
     store, meta = prepare_store(settings)
     try:
         specs = list(meta["targets"])
@@ -476,8 +473,6 @@ def reduce_representatives(store: Store, buckets: pd.DataFrame, specs: dict[str,
                            max_tries: int, jobs: int = 1) -> None:
     """Reduces each bucket's representative: its report gains ``reduced_case`` and a case file
     ``reports/NAME.reduced.json`` is written beside it, with the command that replays it."""
-    from layoutfuzz.harness.reduce import reduce_case
-
     with Runner(jobs=jobs, timeout_s=timeout) as runner:
         for row in buckets.itertuples():
             found = store.find(row.representative)

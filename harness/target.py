@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
 from layoutfuzz.generators.case import Case
@@ -156,8 +157,6 @@ def _plain(value: Any) -> bool:
 
 def package_versions(*names: str) -> dict[str, str]:
     """The installed version of each named distribution (those not installed left out), for a target's ``versions``."""
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for name in names:
         try:

@@ -6,9 +6,14 @@ the row, so a campaign killed at any moment, even by SIGKILL, keeps everything i
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
+import resource
+import signal
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,9 +73,6 @@ class StoreError(Exception):
 def ignore_file_size_signal() -> None:
     """A write past the file size limit (``ulimit -f``) fails with EFBIG, as Python sets it up, rather than killing the
     process with SIGXFSZ (kept so where a host restored the default): a campaign stops then as on a full disk."""
-    import signal
-    import threading
-
     if hasattr(signal, "SIGXFSZ") and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
@@ -78,9 +80,6 @@ def ignore_file_size_signal() -> None:
 def out_of_room(exc: BaseException) -> tuple[str, str] | None:
     """Why a write failed for want of room, and what to do, where it did: a full disk or quota, or the file size limit
     (EFBIG; SQLite calls it a disk I/O error); None for any other failure."""
-    import errno
-    import resource
-
     code = getattr(exc, "errno", None)
     if code in (errno.ENOSPC, errno.EDQUOT) or getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc):
         return "no space left on the disk", "free space"
@@ -116,8 +115,6 @@ class DirectoryLock:
 
     def acquire(self) -> None:
         """Takes the lock, or raises StoreError naming who holds it."""
-        import fcntl
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.path, "a+")  # noqa: SIM115 - held until release
         try:

@@ -4,10 +4,13 @@ and ``--format csv``/``html`` keep every column in full."""
 
 from __future__ import annotations
 
+import inspect
+import textwrap
 from collections.abc import Collection, Iterable, Sequence
 from contextlib import contextmanager
 
 import pandas as pd
+import tabulate
 
 from layoutfuzz.reports.formats import render
 
@@ -30,8 +33,6 @@ def clip(text: object, width: int) -> object:
 def _unpadded():
     """Tabulate without the two spaces it adds to every header (narrow numeric columns stay narrow), keeping
     the cells' leading spaces (families indented under their target)."""
-    import tabulate
-
     saved = tabulate.MIN_PADDING, tabulate.PRESERVE_WHITESPACE
     tabulate.MIN_PADDING, tabulate.PRESERVE_WHITESPACE = 0, True
     try:
@@ -42,10 +43,6 @@ def _unpadded():
 
 def _keeps_spaces() -> dict[str, bool]:
     """Tabulate 0.10 takes leading spaces as an argument (0.9 as the global ``_unpadded`` sets)."""
-    import inspect
-
-    import tabulate
-
     return {"preserve_whitespace": True} if "preserve_whitespace" in inspect.signature(tabulate.tabulate).parameters else {}
 
 
@@ -188,6 +185,4 @@ def history_view(table: pd.DataFrame, fmt: str) -> str:
 
 def indented(text: str, indent: int, width: int = WIDTH) -> str:
     """``text`` wrapped at ``width`` columns, its continuation lines indented by ``indent`` spaces."""
-    import textwrap
-
     return textwrap.fill(text, width, subsequent_indent=" " * indent, break_on_hyphens=False)
