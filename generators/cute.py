@@ -1,7 +1,10 @@
-"""Samplers of CuTe layouts (hierarchical shape:stride) for the CuTe targets.
+"""Samplers of CuTe layouts (hierarchical shape:stride) for the CuTe targets, over the whole domain CuTe accepts.
 
-Power-of-two shapes and strides keep CuTe's divisibility preconditions of composition, divide and product
-mostly met; other shapes (3, 5, 6) appear where an operation takes any layout (coalesce, inverses)."""
+CuTe takes any positive shape and any integer stride (``cute/layout.hpp``), so the samplers draw primes and other
+non-powers of two, size-1 modes with any stride, zero and negative strides, and layouts that are injective without
+nesting (interleaved modes) as well as nested ones: the inputs where an operation's precondition fails are drawn as
+often as those where it holds, and the target judges a refusal by the precondition (``oracles.cute_preconditions``).
+``edge`` draws the domain's boundaries: one leaf or four, every size 1 or the largest, strides 0 and 1."""
 
 from __future__ import annotations
 
@@ -10,32 +13,80 @@ from typing import Any
 from layoutfuzz.generators.source import Source, permutation
 
 SHAPES_POW2 = (1, 2, 4, 8)
-SHAPES_ANY = (1, 2, 3, 4, 5, 6, 8)
+SHAPES_ANY = (1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16)  # primes, composites and powers of two
+STRIDES_ANY = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 24, 32)
+KINDS = ("any", "nested", "interleaved")  # any strides; injective with nested modes; injective, modes interleaved
 
 
-def layout(source: Source, shapes: tuple[int, ...] = SHAPES_POW2, injective: bool = False, max_size: int = 256,
-           max_cosize: int | None = None) -> dict:
-    """A layout as {"shape", "stride"}: 1-4 leaves; injective ones have the strides of a column-major layout of
-    the leaves in a random order, some widened by a gap of 2 or 4 (none where the offsets would reach
-    ``max_cosize``); others any stride 0-32."""
-    count = source.integer(1, 4)
+def layout(source: Source, shapes: tuple[int, ...] = SHAPES_ANY, kind: str = "any", max_size: int = 256,
+           max_cosize: int | None = None, negative: bool = False, edge: bool = False) -> dict:
+    """A layout as {"shape", "stride"} of 1-4 leaves. ``kind`` "nested": the strides of a column-major layout of the
+    leaves in a random order, each after a gap (none where the offsets would reach ``max_cosize``); "interleaved": an
+    injective layout whose modes do not nest (falls back to nested where none is found); "any": any strides (some
+    negative with ``negative``). ``edge``: one leaf or four, sizes 1 or the largest allowed."""
+    count = source.choice((1, 4)) if edge else source.integer(1, 4)
+    sizes = _sizes(source, shapes, count, max_size, edge)
+    if kind == "nested":
+        strides = _nested(source, sizes, max_cosize)
+    elif kind == "interleaved":
+        strides = _interleaved(source, sizes) or _nested(source, sizes, max_cosize)
+    else:
+        strides = [_stride(source, size, negative, edge) for size in sizes]
+    structure = [source.integer(0, 2) for _ in range(count)]  # the same grouping for shape and stride
+    return {"shape": _group(sizes, structure), "stride": _group(strides, structure)}
+
+
+def _sizes(source: Source, shapes: tuple[int, ...], count: int, max_size: int, edge: bool) -> list[int]:
     sizes, total = [], 1
     for _ in range(count):
-        size = source.choice(shapes)
+        size = source.choice((1, max(shapes))) if edge else source.choice(shapes)
         if total * size > max_size:
             size = 1
         sizes.append(size)
         total *= size
-    if injective:
-        order = permutation(source, count)
-        gaps = [source.choice((1, 1, 1, 2, 4)) for _ in range(count)]
-        strides = _column_major(sizes, order, gaps)
-        if max_cosize is not None and sum((n - 1) * d for n, d in zip(sizes, strides)) + 1 > max_cosize:
-            strides = _column_major(sizes, order, [1] * count)
-    else:
-        strides = [source.choice((0, 1, 2, 4, 8, 16, 32, 3, 5)) for _ in range(count)]
-    structure = [source.integer(0, 2) for _ in range(count)]  # the same grouping for shape and stride
-    return {"shape": _group(sizes, structure), "stride": _group(strides, structure)}
+    return sizes
+
+
+def _stride(source: Source, size: int, negative: bool, edge: bool) -> int:
+    """Any stride; a size-1 mode gets any stride too (CuTe keeps it), edges take 0 and 1."""
+    stride = source.choice((0, 1)) if edge else source.choice(STRIDES_ANY)
+    return -stride if negative and stride and source.integer(0, 3) == 0 else stride
+
+
+def _nested(source: Source, sizes: list[int], max_cosize: int | None) -> list[int]:
+    order = permutation(source, len(sizes))
+    gaps = [source.choice((1, 1, 1, 2, 3, 4)) for _ in sizes]
+    strides = _column_major(sizes, order, gaps)
+    if max_cosize is not None and sum((n - 1) * d for n, d in zip(sizes, strides)) + 1 > max_cosize:
+        strides = _column_major(sizes, order, [1] * len(sizes))
+    return strides
+
+
+def _interleaved(source: Source, sizes: list[int], tries: int = 12) -> list[int] | None:
+    """Strides making the layout injective with modes that do not nest (sorted by stride, one starts inside the
+    extent of the one below it), e.g. (2,2):(3,2); None where no such strides are found (fewer than 2 modes > 1)."""
+    if sum(1 for n in sizes if n > 1) < 2:
+        return None
+    for _ in range(tries):
+        strides = [source.integer(1, 12) for _ in sizes]
+        offsets = {0}
+        for n, d in zip(sizes, strides):
+            offsets = {o + i * d for o in offsets for i in range(n)}
+        size = 1
+        for n in sizes:
+            size *= n
+        if len(offsets) == size and not _nests(sizes, strides):
+            return strides
+    return None
+
+
+def _nests(sizes: list[int], strides: list[int]) -> bool:
+    current = 1
+    for d, n in sorted((d, n) for n, d in zip(sizes, strides) if n > 1):
+        if d % current:
+            return False
+        current = n * d
+    return True
 
 
 def _column_major(sizes: list[int], order: list[int], gaps: list[int]) -> list[int]:
@@ -46,6 +97,27 @@ def _column_major(sizes: list[int], order: list[int], gaps: list[int]) -> list[i
         strides[k] = step
         step *= sizes[k]
     return strides
+
+
+def tiler(source: Source, a_shapes: list[int], max_size: int) -> dict:
+    """A layout B to compose with or divide A by, its strides drawn where CuTe's divisibility conditions are at
+    stake: products of A's leading modes times a divisor of the next (conditions met, and B's modes may still add
+    up across a mode of A), or any stride (conditions often broken)."""
+    count = source.integer(1, 3)
+    sizes = _sizes(source, SHAPES_ANY, count, max_size, False)
+    strides = []
+    for _ in sizes:
+        if source.integer(0, 1) and a_shapes:
+            lead = source.integer(0, len(a_shapes) - 1)
+            base = 1
+            for n in a_shapes[:lead]:
+                base *= n
+            divisors = [d for d in range(1, a_shapes[lead] + 1) if a_shapes[lead] % d == 0]
+            strides.append(base * source.choice(divisors))
+        else:
+            strides.append(source.choice(STRIDES_ANY[1:]))
+    structure = [source.integer(0, 2) for _ in range(count)]
+    return {"shape": _group(sizes, structure), "stride": _group(strides, structure)}
 
 
 def _group(leaves: list[int], structure: list[int]) -> Any:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from layoutfuzz.oracles.cute import Layout, flatten
+from layoutfuzz.oracles.cute_preconditions import complement_modes
+from layoutfuzz.oracles.linear_layout import LayoutError
 
 Violations = list[tuple[str, str]]
 SHOWN = 3  # examples kept per property
@@ -42,12 +44,43 @@ def _first(failures: list[str], name: str, out: Violations) -> None:
     out.extend((name, example) for example in failures[:SHOWN])
 
 
+def extended(a: Layout, index: int) -> int | None:
+    """A at ``index``, the last mode of coalesced A extended without bound (pycute's and CuTe C++'s
+    ``composition_impl``: an index past size(A) goes on along that mode); None for a negative index."""
+    return _extend(a.coalesce(), index)
+
+
+def extensions(a: Layout, index: int) -> set[int | None]:
+    """What A at ``index`` may be: A(index) inside A's domain; past it, A is not defined, and CuTe's implementations
+    extend it along the last mode of coalesced A (pycute, CuTe C++) or along its last leaf (CuTe DSL): either."""
+    if 0 <= index < a.size():
+        return {a(index)}
+    return {_extend(a.coalesce(), index), _extend(a, index)}
+
+
+def _extend(a: Layout, index: int) -> int | None:
+    if index < 0:
+        return None
+    leaves = list(zip(flatten(a.shape), flatten(a.stride)))
+    total = 0
+    for s, d in leaves[:-1]:
+        total += (index % s) * d
+        index //= s
+    return total + index * leaves[-1][1]
+
+
 def composition(a: Layout, b: Layout, r: Layout) -> Violations:
-    """R = A o B: size(R) == size(B), and R(i) == A(B(i)) for every i < size(B)."""
+    """R = A o B: size(R) == size(B), and R(i) == A(B(i)) for every i < size(B) (past A's domain, A extended along
+    its last mode: ``extensions``)."""
     out: Violations = []
     if r.size() != b.size():
         return [("size(R) != size(B)", f"{r.size()} != {b.size()}")]
-    _first([f"i={i}: R(i)={r(i)}, A(B(i))={a(b(i))}" for i in range(b.size()) if r(i) != a(b(i))], "R(i) != A(B(i))", out)
+    wrong = []
+    for i in range(b.size()):
+        allowed = extensions(a, b(i))
+        if r(i) not in allowed:
+            wrong.append(f"i={i}: R(i)={r(i)}, A(B(i))={min(allowed, key=lambda x: (x is None, x))}")
+    _first(wrong, "R(i) != A(B(i))", out)
     return out
 
 
@@ -95,30 +128,55 @@ def right_inverse(a: Layout, r: Layout) -> Violations:
 
 
 def logical_divide(a: Layout, b: Layout, r: Layout) -> Violations:
-    """logical_divide(A, B) = A o (B, complement(B, size(A))): the same offsets as A, each once (a reordering of
-    A's domain), and its first mode is A o B."""
-    out: Violations = []
-    if r.size() != a.size():
-        return [("size(R) != size(A)", f"{r.size()} != {a.size()}")]
-    if sorted(offsets(r)) != sorted(offsets(a)):
-        out.append(("R not a reordering of A", "the multisets of offsets differ"))
-    tile = r.mode(0)
-    out.extend((f"mode 0: {name}", ex) for name, ex in composition(a, b, tile))
-    return out
+    """logical_divide(A, B) = A o (B, complement(B, size(A))): where B has a complement, R(i) is A at (B, B*)(i) for
+    every index (size(B) * size(B*) of them); else its first mode is A o B, and where its size is A's, R is a
+    reordering of A's offsets."""
+    rest = complement_modes(b, a.size())
+    if isinstance(rest, str):
+        out: Violations = []
+        if r.size() == a.size() and sorted(offsets(r)) != sorted(offsets(a)):
+            out.append(("R not a reordering of A", "the multisets of offsets differ"))
+        out.extend((f"mode 0: {name}", ex) for name, ex in composition(a, b, r.mode(0)))
+        return out
+    tiler = _concatenated(b, rest)
+    return [(f"{name} (A o (B, complement(B, size(A))))", ex) for name, ex in composition(a, tiler, r)]
 
 
 def logical_product(a: Layout, b: Layout, r: Layout) -> Violations:
     """logical_product(A, B) = (A, complement(A, size(A) * cosize(B)) o B): size(A) * size(B) indices, its first
-    mode is A, and, A and B injective, R is injective."""
+    mode is A, and where A has a complement C, its second mode is C o B; else, A and B injective, R is injective."""
     out: Violations = []
     if r.size() != a.size() * b.size():
         return [("size(R) != size(A) * size(B)", f"{r.size()} != {a.size() * b.size()}")]
     first = r.mode(0)
     if first.size() != a.size() or offsets(first) != offsets(a):
         out.append(("mode 0 is not A", f"{first} against {a}"))
-    if injective(a) and injective(b) and not injective(r):
-        out.append(("R not injective", "two indices share an offset"))
+    rest = complement_modes(a, a.size() * b.cosize()) if all(d >= 0 for d in flatten(b.stride)) else "negative"
+    if isinstance(rest, str):
+        if injective(a) and injective(b) and not injective(r):
+            out.append(("R not injective", "two indices share an offset"))
+        return out
+    out.extend((f"mode 1: {name} (complement(A) o B)", ex) for name, ex in composition(_flat(rest), b, _rest_modes(r)))
     return out
+
+
+def _flat(modes: list[tuple[int, int]]) -> Layout:
+    return Layout(tuple(n for n, _ in modes), tuple(d for _, d in modes))
+
+
+def _concatenated(b: Layout, rest: list[tuple[int, int]]) -> Layout:
+    """(B, B*): B's leaves then the complement's, as one flat layout (the same function of the index)."""
+    modes = list(zip(flatten(b.shape), flatten(b.stride))) + rest
+    return _flat(modes)
+
+
+def _rest_modes(r: Layout) -> Layout:
+    """R's modes after the first, as one layout (a product's B part, however many modes the result gave it)."""
+    if isinstance(r.shape, int) or len(r.shape) < 2:
+        raise LayoutError(f"a product has A's mode and at least one more, got {r}")
+    if len(r.shape) == 2:
+        return r.mode(1)
+    return Layout(tuple(r.shape[1:]), tuple(r.stride[1:]))
 
 
 def injective(layout: Layout) -> bool:
@@ -130,3 +188,27 @@ def _at(layout: Layout, index: int) -> int | None:
     """The layout at ``index``, or None outside its domain."""
     return layout(index) if 0 <= index < layout.size() else None
 
+
+
+def recast(a: Layout, new_bits: int, old_bits: int, r: Layout) -> Violations:
+    """recast_layout(new_bits, old_bits, A): the same buffer in other units (CuTe ``recast_layout``: ``upcast`` and
+    ``downcast``). A downcast by k lists every narrow element of each of A's elements: R's offsets are the multiset
+    {k * A(j) + i : j, i < k}. An upcast by k keeps the wide elements A starts on: R's offsets are the set
+    {A(j) / k : k divides A(j)}."""
+    if new_bits == old_bits:
+        if r.size() != a.size() or offsets(r) != offsets(a):
+            return [("same width: R is not A", f"{r} against {a}")]
+        return []
+    if new_bits < old_bits:
+        k = old_bits // new_bits
+        want = sorted(k * x + i for x in offsets(a) for i in range(k))
+        if r.size() != a.size() * k:
+            return [("downcast: size(R) != k * size(A)", f"{r.size()} != {k} * {a.size()}")]
+        return [] if sorted(offsets(r)) == want else [("downcast: R is not A's elements split", "the multisets differ")]
+    k = new_bits // old_bits
+    want_set = {x // k for x in offsets(a) if x % k == 0}
+    got = set(offsets(r))
+    if got == want_set:
+        return []
+    extra, missing = sorted(got - want_set)[:SHOWN], sorted(want_set - got)[:SHOWN]
+    return [("upcast: R is not the wide elements A starts on", f"extra {extra}, missing {missing}")]

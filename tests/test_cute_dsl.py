@@ -19,12 +19,13 @@ def test_both_cute_implementations_draw_the_same_cases():
 
 def test_a_wrong_result_is_a_divergence_named_by_the_property_it_breaks():
     from layoutfuzz.harness.targets.cute_algebra import _layout as layout
+    from layoutfuzz.harness.targets.cute_algebra import precondition
     from layoutfuzz.oracles import cute_properties as props
 
     target = registry.load("cute.layouts")
     cases = (make_case(target, 0, i) for i in range(400))
     # a composition whose A is not itself A o B, so A returned as the answer is wrong
-    case = next(c for c in cases if c.params["op"] == "composition"
+    case = next(c for c in cases if c.params["op"] == "composition" and precondition(c.params) is None
                 and props.composition(layout(c.params["a"]), layout(c.params["b"]), layout(c.params["a"])))
     a = case.params["a"]
     verdict = target.compare(case, target.expected(case), {"shape": a["shape"], "stride": a["stride"]})
@@ -45,15 +46,15 @@ def test_the_dsl_answers_a_worked_composition():
     assert offsets == [0, 12, 1, 13, 2, 14]
 
 
-def test_a_campaign_of_the_dsl_passes_every_property(tmp_path):
+def test_a_campaign_of_the_dsl_meets_only_known_root_causes(tmp_path):
     pytest.importorskip("cutlass.cute", reason="needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]'")
     from tests.test_cli import ledgered_run
 
-    done, rows, unknown = ledgered_run(tmp_path, "cute.layouts,pycute.layouts", 400)
+    done, rows, unknown = ledgered_run(tmp_path, "cute.layouts,pycute.layouts", 600)
     assert done.returncode == 0, done.stderr
-    assert ["cute.layouts", "(all)", "400", "400"] == next(r for r in rows if r[:2] == ["cute.layouts", "(all)"])[:4], done.stdout
-    # pycute: every answer right but where it composes no swizzle (unsupported) and its known shift-0 recursion
-    assert not unknown, done.stdout
+    cases, passed = next(r for r in rows if r[:2] == ["cute.layouts", "(all)"])[2:4]
+    assert cases == "600" and int(passed) < 600, done.stdout  # the whole domain reaches the DSL's known root causes
+    assert not unknown, unknown  # and each is in the ledger (docs/findings.md)
     assert registry.load("cute.layouts").versions()["nvidia-cutlass-dsl"]  # recorded in every report
 
 

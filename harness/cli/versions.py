@@ -111,7 +111,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     runs = ordered([VersionRun(e, out / folder_name(e.label)) for e in envs])
     started = time.monotonic()
     for run in runs:
-        again = each + (["--targets", args.targets] if args.targets else [])  # names a module:attr the user gave again
+        # a resumed campaign keeps its targets: only a module:attr the user gave is named again, to allow its import
+        again = each + [arg for name in (args.targets or "").split(",") if ":" in name for arg in ("--target", name.strip())]
         status = run_version(run, campaign, again if resume else None, args.force)
         if status == 130:
             print(f"interrupted; the same command resumes (stores in {out})", file=sys.stderr)

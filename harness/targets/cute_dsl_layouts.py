@@ -4,8 +4,9 @@ module ``cutlass.cute``), on the CPU, against the algebra's defining properties 
 
 The DSL evaluates layout algebra only while it traces a ``@cute.jit`` function (outside one the calls raise), and
 static layouts give static answers at trace time: a batch of cases is one traced function that applies each case's
-operation and reads the result's shape and stride back as Python ints. A raise of the DSL on a valid input is that
-case's ``crash`` (its exception is the root cause); an abort of the process is bisected down to its case.
+operation and reads the result's shape and stride back as Python ints. A raise of the DSL is judged by the
+operation's precondition (a refusal is right only where it fails); an abort of the process is bisected down to its
+case.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ def evaluate_many(calls: Sequence[Call]) -> list[Any]:
     def layout(data: tuple) -> Any:
         return cute.make_layout(data[0], stride=data[1])
 
+    def tiler(data: tuple | int) -> Any:  # an integer tiler stays an integer: the DSL takes both
+        return data if isinstance(data, int) else layout(data)
+
     def composed(c: Call) -> Any:
         return cute.make_composed_layout(cute.make_swizzle(*c.swizzle), c.offset, layout(c.a))
 
@@ -72,12 +76,13 @@ def evaluate_many(calls: Sequence[Call]) -> list[Any]:
         "complement": lambda c: cute.complement(layout(c.a), c.m),
         "left_inverse": lambda c: cute.left_inverse(layout(c.a)),
         "right_inverse": lambda c: cute.right_inverse(layout(c.a)),
-        "logical_divide": lambda c: cute.logical_divide(layout(c.a), layout(c.b)),
-        "logical_product": lambda c: cute.logical_product(layout(c.a), layout(c.b)),
-        "zipped_divide": lambda c: cute.zipped_divide(layout(c.a), layout(c.b)),
-        "tiled_divide": lambda c: cute.tiled_divide(layout(c.a), layout(c.b)),
-        "zipped_product": lambda c: cute.zipped_product(layout(c.a), layout(c.b)),
-        "tiled_product": lambda c: cute.tiled_product(layout(c.a), layout(c.b)),
+        "logical_divide": lambda c: cute.logical_divide(layout(c.a), tiler(c.b)),
+        "logical_product": lambda c: cute.logical_product(layout(c.a), tiler(c.b)),
+        "zipped_divide": lambda c: cute.zipped_divide(layout(c.a), tiler(c.b)),
+        "tiled_divide": lambda c: cute.tiled_divide(layout(c.a), tiler(c.b)),
+        "zipped_product": lambda c: cute.zipped_product(layout(c.a), tiler(c.b)),
+        "tiled_product": lambda c: cute.tiled_product(layout(c.a), tiler(c.b)),
+        "recast": lambda c: cute.recast_layout(c.bits[0], c.bits[1], layout(c.a)),
         "swizzle": composed,
         "composition_swizzled": lambda c: cute.composition(composed(c), layout(c.b)),
     }
@@ -89,8 +94,8 @@ def evaluate_many(calls: Sequence[Call]) -> list[Any]:
             if c.op in ("swizzle", "composition_swizzled"):
                 return {"offsets": [_static(r(i)) for i in range(c.points)]}
             return {"shape": _lists(_static(r.shape)), "stride": _lists(_static(r.stride))}
-        except Exception as exc:  # the DSL's raise on this input: that case's answer
-            return exc
+        except Exception as exc:  # the DSL's refusal of this input: judged by the operation's precondition
+            return {"raised": f"{type(exc).__name__}: {exc}"[:500]}
 
     @cute.jit
     def trace() -> None:  # a fresh function each batch: the DSL caches a traced function by its arguments

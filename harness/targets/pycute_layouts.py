@@ -2,8 +2,9 @@
 ``nvidia-cutlass`` package) computes it, against the algebra's defining properties (``oracles.cute_properties``),
 checked by brute force over each result's whole domain (the cases and the judgement: ``cute_algebra``).
 
-An operation pycute refuses (an assertion on its own preconditions, e.g. a shape that does not divide) is
-``unsupported`` with pycute's words; every result it returns is judged.
+An operation pycute refuses (an assertion on its own preconditions, e.g. a shape that does not divide) is judged
+by the operation's precondition: right where it fails, a spurious refusal where it holds; every result it returns
+is judged by the operation's defining properties.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ class PycuteLayouts(CuteAlgebraTarget):
         import pycute
 
         la = pycute.Layout(*call.a)
-        lb = pycute.Layout(*call.b) if call.b is not None else None
+        lb = call.b if isinstance(call.b, int) or call.b is None else pycute.Layout(*call.b)
+        if call.op == "recast":
+            raise Unsupported("pycute has no recast_layout (upcast and downcast are CuTe C++ and CuTe DSL only)")
         if call.op == "swizzle":
             composed = pycute.ComposedLayout(pycute.Swizzle(*call.swizzle), call.offset, la)
             try:
@@ -59,6 +62,6 @@ class PycuteLayouts(CuteAlgebraTarget):
         }.get(call.op) or (lambda: ops[call.op](la, lb))
         try:
             result = call_one()
-        except AssertionError as exc:  # pycute's own precondition, not an answer
-            raise Unsupported(f"pycute refuses {call.op}: {exc or 'assertion'}") from None
+        except Exception as exc:  # pycute's refusal (an assertion on its own preconditions, or a raise): judged
+            return {"raised": f"{type(exc).__name__}: {exc}"[:500]}
         return {"shape": _lists(result.shape), "stride": _lists(result.stride)}

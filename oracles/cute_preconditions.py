@@ -1,0 +1,150 @@
+"""Whether CuTe's layout-algebra operations are defined on their inputs: each operation's documented precondition.
+
+A system may refuse an input only where the precondition fails; where it holds, a refusal is a finding (a spurious
+refusal), and where it fails but the system answers, the answer must still have the operation's defining property
+(``oracles.cute_properties``). Each function returns None where the precondition holds, else the reason it fails, as ``NAME: detail`` (NAME, one of a few, names the condition).
+
+Sources: CUTLASS ``media/docs/cpp/cute/02_layout_algebra.md`` (composition's stride and shape divisibility
+conditions, complement's and the inverses' definitions, divide and product as compositions with a complement) and
+``include/cute/layout.hpp`` (``upcast``/``downcast``: ``shape_div`` and "Downcast requires adjacent elements").
+"""
+
+from __future__ import annotations
+
+from layoutfuzz.oracles.cute import Layout, flatten
+
+Mode = tuple[int, int]  # one leaf: (shape, stride)
+
+
+def leaves(layout: Layout) -> list[Mode]:
+    return list(zip(flatten(layout.shape), flatten(layout.stride)))
+
+
+def coalesced(modes: list[Mode]) -> list[Mode]:
+    """The flat modes of the same function, size-1 modes dropped and each mode merged into the one before it where
+    its stride continues it (d1 == n0 * d0): CuTe's ``coalesce`` of a flat layout."""
+    out: list[Mode] = []
+    for shape, stride in modes:
+        if shape == 1:
+            continue
+        if out and stride == out[-1][0] * out[-1][1]:
+            out[-1] = (out[-1][0] * shape, out[-1][1])
+        else:
+            out.append((shape, stride))
+    return out or [(1, 0)]
+
+
+def composition_mode(a_shapes: list[int], shape: int, stride: int) -> str | None:
+    """Whether one mode ``shape:stride`` of B composes with A (A's coalesced shapes): walking A's modes but the last
+    (which extends without bound), the stride divides each mode it enters or is divided by it (stride divisibility),
+    and the shape is divided by each mode it covers whole (shape divisibility)."""
+    if stride == 0:
+        return None  # a broadcast: a mode of B that reads A at one offset (a size-1 mode is checked like any other)
+    rest_shape, rest_stride = shape, abs(stride)
+    for n in a_shapes[:-1]:
+        if n % rest_stride and rest_stride % n:
+            return f"stride divisibility: stride {rest_stride} of B's mode {shape}:{stride} and A's mode {n} divide neither way"
+        covered = min(max(1, n // rest_stride), rest_shape)
+        if rest_shape % covered:
+            return f"shape divisibility: B's mode {shape}:{stride} covers {covered} of A's mode {n}, which does not divide {rest_shape}"
+        rest_shape //= covered
+        rest_stride = -(-rest_stride // n)
+    return None
+
+
+def composition(a: Layout, b: Layout) -> str | None:
+    """composition(A, B): B's offsets lie in A's domain (R(i) = A(B(i)) needs A at B(i); past its domain CuTe's
+    implementations extend A in different ways), and every leaf mode of B composes with coalesced A."""
+    if any(d < 0 for _, d in leaves(b)) or b.cosize() > a.size():
+        return f"past A's domain: B reads cosize(B) = {b.cosize()} > size(A) = {a.size()} (or at a negative offset)"
+    shapes = [n for n, _ in coalesced(leaves(a))]
+    for shape, stride in leaves(b):
+        reason = composition_mode(shapes, shape, stride)
+        if reason:
+            return reason
+    return None
+
+
+def complement_modes(a: Layout, cotarget: int) -> list[Mode] | str:
+    """complement(A, M)'s leaf modes, or why it has none: A's modes (strides 0 and shapes 1 dropped) sorted by
+    stride must nest, each stride a multiple of the extent of the modes below it (which makes A injective)."""
+    current, modes = 1, []
+    for stride, shape in sorted((d, n) for n, d in leaves(a) if d != 0 and n != 1):
+        if stride < 0:
+            return f"negative stride: stride {stride} has no complement"
+        if stride % current:
+            return (f"modes do not nest: stride {stride} is not a multiple of {current}, the extent of the modes "
+                    "below it (interleaved or overlapping)")
+        modes.append((stride // current, current))
+        current = shape * stride
+    modes.append((-(-cotarget // current), current))
+    return modes
+
+
+def complement(a: Layout, cotarget: int) -> str | None:
+    found = complement_modes(a, cotarget)
+    return found if isinstance(found, str) else None
+
+
+def left_inverse(a: Layout) -> str | None:
+    """left_inverse(A) = right_inverse((A, complement(A))): A injective (no broadcast mode) with modes that nest."""
+    if any(d == 0 and n > 1 for n, d in leaves(a)):
+        return "not injective: a mode of size > 1 has stride 0"
+    return complement(a, 1)
+
+
+def logical_divide(a: Layout, b: Layout) -> str | None:
+    """logical_divide(A, B) = A o (B, complement(B, size(A))): B has a complement, and A composes with both."""
+    rest = complement_modes(b, a.size())
+    if isinstance(rest, str):
+        return f"{rest} (the tiler's complement)"
+    extent, step = rest[-1]
+    if extent * step != a.size():
+        return f"tiler does not tile A: (B, complement(B)) spans {extent * step}, size(A) is {a.size()}"
+    shapes = [n for n, _ in coalesced(leaves(a))]
+    for shape, stride in leaves(b) + rest:
+        reason = composition_mode(shapes, shape, stride)
+        if reason:
+            return reason
+    return None
+
+
+def logical_product(a: Layout, b: Layout) -> str | None:
+    """logical_product(A, B) = (A, complement(A, size(A) * cosize(B)) o B): A has a complement, and it composes
+    with B."""
+    if any(d < 0 for _, d in leaves(b)):
+        return "negative stride: a tiler with a negative stride has no cosize"
+    rest = complement_modes(a, a.size() * b.cosize())
+    if isinstance(rest, str):
+        return f"{rest} (A's complement)"
+    shapes = [n for n, _ in coalesced(rest)]
+    for shape, stride in leaves(b):
+        reason = composition_mode(shapes, shape, stride)
+        if reason:
+            return f"{reason} (the complement o B)"
+    return None
+
+
+def shape_div(a: int, b: int) -> int | None:
+    """CuTe's ``shape_div`` (a / b, or 1 where b is a multiple of a), None where neither divides the other (its
+    static assert "Static shape_div failure")."""
+    if a % b == 0:
+        return a // b
+    if b % a == 0:
+        return 1
+    return None
+
+
+def recast(a: Layout, new_bits: int, old_bits: int) -> str | None:
+    """recast_layout(new_bits, old_bits, A): a downcast needs a stride-1 mode ("Downcast requires adjacent
+    elements"); an upcast by r divides each stride and each stride-1 extent exactly (``upcast``'s ``shape_div``)."""
+    if new_bits < old_bits:
+        return None if any(d == 1 for _, d in leaves(a)) else "no stride-1 mode: a downcast needs adjacent elements"
+    ratio = new_bits // old_bits
+    for shape, stride in leaves(a):
+        if stride == 0:
+            continue
+        step = shape_div(ratio, abs(stride))
+        if step is None or shape_div(shape, step) is None or shape_div(abs(stride), ratio) is None:
+            return f"upcast not exact: mode {shape}:{stride} is not divided evenly by {ratio}"
+    return None
