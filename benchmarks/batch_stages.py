@@ -27,7 +27,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from layoutfuzz.harness import registry  # noqa: E402
-from layoutfuzz.harness.runner import evaluate, make_case  # noqa: E402
+from layoutfuzz.harness.target import make_case  # noqa: E402
+from layoutfuzz.harness.worker import evaluate  # noqa: E402
 
 
 def stages(name: str, size: int, offset: int, store: str | None = None) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Issue 16's figures (CPU targets here, GPU targets on the device machine): per target, cases/s in-process, through ``layoutfuzz run`` (batched, the default),
+"""Campaign throughput (CPU targets here, GPU targets on the device machine): per target, cases/s in-process, through ``layoutfuzz run`` (batched, the default),
 and through ``layoutfuzz run --batch 1`` (one case per worker call), with ratios to in-process in the same run.
 
 In-process means the target's cases evaluated one after another in this process, with nothing around them:
@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from layoutfuzz.harness import registry  # noqa: E402
 from layoutfuzz.harness.campaign import DEFAULT_TARGETS  # noqa: E402
-from layoutfuzz.harness.runner import evaluate, make_case  # noqa: E402
+from layoutfuzz.harness.target import make_case  # noqa: E402
 from layoutfuzz.harness.triton_compat import cache_root  # noqa: E402
+from layoutfuzz.harness.worker import evaluate  # noqa: E402
 
 
 @dataclass(frozen=True)

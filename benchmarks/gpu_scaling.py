@@ -26,7 +26,7 @@ STAGES = ("generate", "oracle", "system under test", "comparison")
 
 def worker(name: str, rank: int, batch: int, seconds: float, start_at: float, out) -> None:  # type: ignore[no-untyped-def]
     from layoutfuzz.harness import registry
-    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import make_case
 
     target = registry.load(registry.resolve(name))
     offset = (rank + 1) * 10**8

@@ -1,4 +1,4 @@
-"""Issue 16's oracle figures, cases/s on one core, each against its one-case oracle in the same run: the TMA window
+"""The batched oracles' figures, cases/s on one core, each against its one-case oracle in the same run: the TMA window
 oracle (``oracles.tma_windows.expected_window`` against ``oracles.tma_windows``, with the comparison of observed windows over
 arrays) and the wgmma address oracle (``CanonicalLayout.addresses`` against ``oracles.wgmma_addresses``).
 
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from layoutfuzz.generators.source import source_for  # noqa: E402
 from layoutfuzz.generators.tma import device_box  # noqa: E402
 from layoutfuzz.generators.wgmma import device_case  # noqa: E402
-from layoutfuzz.oracles.tma_windows import (  # noqa: E402  # noqa: E402
+from layoutfuzz.oracles.tma_windows import (  # noqa: E402
     FILL,
     expected_window,
     expected_windows,

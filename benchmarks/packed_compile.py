@@ -34,7 +34,7 @@ def main() -> int:
     except ImportError as exc:
         print(f"packed_compile: needs triton: {exc}", file=sys.stderr)
         return 2
-    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import make_case
     from layoutfuzz.oracles.linear_layout import LinearLayout
 
     target = TritonConvertLayout()

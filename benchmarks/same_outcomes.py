@@ -1,4 +1,4 @@
-"""Whether two campaign stores hold the same outcome rows (issue 16: batch mode vs one case per call).
+"""Whether two campaign stores hold the same outcome rows (batch mode vs one case per call).
 
     python benchmarks/same_outcomes.py DIR_A DIR_B
 

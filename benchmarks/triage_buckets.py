@@ -1,8 +1,8 @@
-"""Buckets before and after root-cause triage, on the same outcomes (issue 14).
+"""Buckets before and after root-cause triage, on the same outcomes.
 
 Baseline: the bucket key layoutfuzz used before (target, family, outcome and the comparison's raw
 signature, or a crash's first and last line with numbers removed). Now: target, outcome and the
-root-cause signature (``harness.signatures``). Two sources of outcomes:
+root-cause signature (``reports.signatures``). Two sources of outcomes:
 
 - stored campaigns given on the command line (``python benchmarks/triage_buckets.py DIR...``);
 - the selftest's planted faults, each run over its recorded hardware cases (``--planted``).
@@ -23,14 +23,13 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from layoutfuzz.generators.case import Case  # noqa: E402
-from layoutfuzz.harness.runner import Result  # noqa: E402
-from layoutfuzz.harness.signatures import root_cause  # noqa: E402
-from layoutfuzz.harness.target import Outcome  # noqa: E402
+from layoutfuzz.reports.outcome import Outcome, Result  # noqa: E402
+from layoutfuzz.reports.signatures import root_cause  # noqa: E402
 from layoutfuzz.reports.tables import render  # noqa: E402
 
 
 def old_signature(outcome: str, detail: str, signature: str) -> str:
-    """The problem signature before issue 14 (reports/report.py at 87ef0d1)."""
+    """The problem signature before root-cause triage (reports/report.py at 87ef0d1)."""
     if outcome in ("crash", "error", "timeout", "unsupported"):
         lines = (detail or "").strip().splitlines()
         return re.sub(r"0x[0-9a-fA-F]+|\d+", "N", " | ".join(lines[:1] + lines[-1:]))

@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from layoutfuzz.gpu.targets.base import cuda_device_availability  # noqa: E402
 from layoutfuzz.harness import registry  # noqa: E402
-from layoutfuzz.harness.runner import make_case, run_cases, share  # noqa: E402
+from layoutfuzz.harness.runner import run_cases, share  # noqa: E402
+from layoutfuzz.harness.target import make_case  # noqa: E402
 
 TARGETS = ("triton.convert_layout", "triton.shared_memory", "triton.tma", "triton.wgmma")
 SEED = 7  # not a campaign seed: the cases are fresh for Triton's cache

@@ -1,4 +1,4 @@
-"""Issue 15's figures per Triton release, on this machine: the cost of a cached environment, a CPU campaign of
+"""The version matrix's figures per Triton release, on this machine: the cost of a cached environment, a CPU campaign of
 triton.layouts (cases/s), and compiling GPU kernels ahead (kernels/s), each with its ratio to 3.6.0 in the same run.
 
     python benchmarks/version_matrix.py [--versions 3.6.0,3.7.1,3.8.0,3.9.0] [--cases 300] [--kernels 60]

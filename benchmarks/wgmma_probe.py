@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 
 from layoutfuzz.gpu.targets.base import cuda_device_availability
 from layoutfuzz.gpu.targets.wgmma_descriptor import WgmmaDescriptor  # noqa: E402
-from layoutfuzz.harness.runner import make_case  # noqa: E402
+from layoutfuzz.harness.target import make_case  # noqa: E402
 
 KINDS = {
     "the campaign's mix": lambda p: True,

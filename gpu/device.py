@@ -32,7 +32,7 @@ def compile_source(source: str, name: str, arch: str = ARCH):
     from cuda.core import ObjectCode, Program, ProgramOptions
 
     from layoutfuzz.harness.triton_compat import cache_root
-    from layoutfuzz.reports.store import write_atomically
+    from layoutfuzz.reports.files import write_atomically
 
     def build() -> bytes:
         program = Program(source, code_type="c++", options=ProgramOptions(arch=arch, std="c++17", name=name))

@@ -1,5 +1,5 @@
 """The convert and shared probes' TTGIR written directly, so that a Triton GPU campaign compiles each case's kernel
-from its TTGIR and skips Gluon's Python frontend (a fifth to a quarter of a compile: issue 16's kernels per second).
+from its TTGIR and skips Gluon's Python frontend (a fifth to a quarter of a compile, in kernels per second).
 
 ``convert_probe_ttgir`` and ``shared_probe_ttgir`` write, for a case's shape, element type and layouts, the module that
 Gluon's frontend gives ``gluon_probes.convert_probe_{1,2,3}d`` and ``shared_probe_2d`` after its own passes: the same

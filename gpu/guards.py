@@ -1,4 +1,4 @@
-"""Guard zones around the buffers a GPU probe hands its kernel (issue 17, item 4).
+"""Guard zones around the buffers a GPU probe hands its kernel.
 
 An input sits between zones of *poison* (a NaN of its float type, bytes 0x5A/0xA5 otherwise): a kernel that reads past
 its operand computes with poison, and its result is wrong instead of right by luck (an unguarded read past a tensor

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from layoutfuzz.gpu.prebuilt import CompiledKernel
 from layoutfuzz.harness.scratch import memory_root
-from layoutfuzz.reports.store import write_atomically
+from layoutfuzz.reports.files import write_atomically
 
 MAX_BYTES = 1 << 30  # the kernel cache is pruned to its most recently used GiB
 PRUNE_EVERY = 500  # kernels a worker files between prunings

@@ -21,8 +21,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from layoutfuzz.harness.triton_compat import ENV, active_folder, folder_version  # noqa: F401  (the Triton under test)
-
 LOADED_MODULES = 64  # CUDA modules a launcher keeps loaded
 ABI = 2  # bump when what a key covers changes (the probes' code, the arguments they take)
 

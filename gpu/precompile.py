@@ -17,7 +17,7 @@ from pathlib import Path
 from layoutfuzz.generators.case import Case
 from layoutfuzz.gpu.prebuilt import CompiledKernel, kernel_path
 from layoutfuzz.harness import registry
-from layoutfuzz.reports.store import write_atomically
+from layoutfuzz.reports.files import write_atomically
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def _log_to(path: Path) -> None:
 
 def _crash_message(folder: Path, pid: int | None) -> str:
     """The fatal error a crashed worker printed (an LLVM fatal error, an assertion), if its log holds one."""
-    from layoutfuzz.harness.signatures import native_fatal_lines
+    from layoutfuzz.reports.signatures import native_fatal_lines
 
     path = _crash_log(folder, pid or 0)
     try:

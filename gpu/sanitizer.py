@@ -28,9 +28,10 @@ from typing import Any
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Space
-from layoutfuzz.harness.compare import Comparison, to_jsonable
-from layoutfuzz.harness.registry import SANITIZER_TOOLS as TOOLS  # noqa: E402  (the names the registry resolves)
+from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Attribution, Availability, Target
+from layoutfuzz.reports.bounded import to_jsonable
+from layoutfuzz.reports.signatures import SANITIZER_TOOLS as TOOLS  # noqa: E402  (the names the registry resolves)
 
 RAISED = "__raised_in_child__"  # a case whose observed raised in the child: its traceback
 ERROR_EXIT = 86  # the child's exit status when the tool reported errors (--error-exitcode)

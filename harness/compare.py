@@ -9,8 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from layoutfuzz.reports.bounded import clipped, summarised, to_jsonable  # noqa: F401  re-exported: moved to reports.bounded
-
 FIRST = 8  # mismatches kept in a report
 
 

@@ -18,8 +18,7 @@ from typing import Any
 import pandas as pd
 
 from layoutfuzz.generators.space import Space
-from layoutfuzz.harness.runner import make_case
-from layoutfuzz.harness.target import Target
+from layoutfuzz.harness.target import Target, make_case
 
 SHOWN = 8  # values or pairs a table cell lists before "... and N more"
 

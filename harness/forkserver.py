@@ -31,6 +31,7 @@ PRELOAD_ENV = "LAYOUTFUZZ_PRELOAD"  # the modules the server imports, read by ha
 WARM_ENV = "LAYOUTFUZZ_WARM"  # the target specs whose ``warm_up`` the server runs, after the imports
 MAIN_ENV = "LAYOUTFUZZ_MAIN"  # the parent's main module, "name:MODULE" or "path:FILE" ("cli-..." for the command line)
 CLI = "layoutfuzz.harness.cli"
+WORKER_MODULES = ("layoutfuzz.harness.pool", "layoutfuzz.harness.worker")  # what every worker runs: the server imports it first
 UNEXPECTED_PID = "forkserver: waitpid returned unexpected pid"  # the server's warning for an orphan it adopted and reaped
 
 _server_pid: int | None = None  # in the fork server and its workers: the server's pid (see ``serve_here``)
@@ -41,7 +42,7 @@ def context(preload: Iterable[str] = (), warm: Iterable[str] = ()) -> BaseContex
     the ``warm_up`` of the targets ``warm`` names (the server starts with the first worker after ``stop``; while it
     runs, later lists add nothing)."""
     ctx = multiprocessing.get_context("forkserver")
-    os.environ[PRELOAD_ENV] = ",".join(dict.fromkeys(("layoutfuzz.harness.runner", *preload)))
+    os.environ[PRELOAD_ENV] = ",".join(dict.fromkeys((*WORKER_MODULES, *preload)))
     os.environ[WARM_ENV] = ",".join(dict.fromkeys(warm))
     # multiprocessing runs the parent's main module again in every child (for a script of the user's, whose targets
     # the workers may need); the server runs it once instead (its own "__main__" preload never does: it looks for a

@@ -19,7 +19,8 @@ from layoutfuzz.harness.campaign import UsageError, open_store
 from layoutfuzz.harness.environments import TritonEnvironment
 from layoutfuzz.harness.triton_compat import parse_version
 from layoutfuzz.reports.buckets import bucket_table
-from layoutfuzz.reports.store import DB_NAME, write_atomically
+from layoutfuzz.reports.files import write_atomically
+from layoutfuzz.reports.store import DB_NAME
 from layoutfuzz.reports.tables import pass_rate_table, render
 
 SETTINGS = "matrix.json"

@@ -2,7 +2,7 @@
 its batches under cProfile and leaves its totals in ``DIR/worker-PID.prof`` (rewritten after each batch, so a worker
 that is killed keeps what it had). ``python -m layoutfuzz.harness.profiling DIR`` prints the workers' totals together.
 
-A measuring aid for throughput work (issue 16), off unless asked for: profiling slows every call it sees.
+A measuring aid for throughput work, off unless asked for: profiling slows every call it sees.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from importlib.metadata import entry_points
 
 from layoutfuzz.harness.target import Target
 from layoutfuzz.reports import pictures
+from layoutfuzz.reports.signatures import SANITIZER_TOOLS  # the TOOL of a NAME+TOOL target
 
 ENTRY_POINT_GROUP = "layoutfuzz.targets"
 
@@ -49,7 +50,6 @@ BUILTIN: dict[str, str] = {  # by folder (harness/targets, then gpu/targets); th
 
 
 SANITIZED = "layoutfuzz.gpu.sanitizer:Sanitized"  # NAME+TOOL: a target's system under test under compute-sanitizer
-SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 
 class TargetNotFound(LookupError):

@@ -24,12 +24,11 @@ from layoutfuzz.harness import registry
 from layoutfuzz.harness.batching import BATCH_SECONDS, Batch, BatchSize, Progress, StoredPasses, cases_of
 from layoutfuzz.harness.pool import Died, Finished, WorkerPool
 from layoutfuzz.harness.scratch import memory_root
-from layoutfuzz.harness.target import Target, _plain, make_case  # noqa: F401  re-exported: make_case, _plain moved there
-from layoutfuzz.harness.worker import (  # noqa: F401  re-exported: evaluate, evaluate_many moved to harness.worker
+from layoutfuzz.harness.target import Target, make_case  # noqa: F401  re-exported: make_case moved (tests/test_cute_*.py)
+from layoutfuzz.harness.worker import (  # noqa: F401  re-exported: evaluate moved (tests/test_cute_properties.py)
     DETAIL_LIMIT,
     _init_worker,
     evaluate,
-    evaluate_many,
     run_batch,
 )
 from layoutfuzz.reports.bounded import clipped

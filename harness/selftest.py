@@ -274,8 +274,7 @@ class _Inline:
 
 def divergence(target, mutant: Mutant, case, family: str = ""):
     """The outcome of ``case`` with the fault planted in the oracle, against the hardware's answer."""
-    from layoutfuzz.harness.runner import Result
-    from layoutfuzz.harness.target import Outcome
+    from layoutfuzz.reports.outcome import Outcome, Result
 
     observed = target.expected(case)
     try:
@@ -293,7 +292,7 @@ def spread(mutant: Mutant, max_tries: int = 60, records: int = 150) -> Spread:
     from layoutfuzz.generators.case import Case
     from layoutfuzz.harness import registry
     from layoutfuzz.harness.reduce import reduce_case
-    from layoutfuzz.harness.signatures import root_cause
+    from layoutfuzz.reports.signatures import root_cause
 
     if mutant.evidence not in EVIDENCE_TARGETS:
         return Spread(mutant, 0, (), None, None)

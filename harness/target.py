@@ -18,12 +18,7 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import Source, source_for
 from layoutfuzz.generators.space import Space
 from layoutfuzz.harness.compare import Comparison, compare_values
-from layoutfuzz.reports.outcome import (  # noqa: F401  re-exported: moved to reports.outcome (Outcome: the public API)
-    OUTCOMES,
-    PARTIES,
-    Attribution,
-    Outcome,
-)
+from layoutfuzz.reports.outcome import Attribution, Outcome  # noqa: F401  (the target interface's)
 
 MALFORMED = (ValueError, KeyError, TypeError, IndexError, AttributeError)  # what a ``validate`` of bad params raises
 

@@ -1,7 +1,7 @@
 """Which target code layoutfuzz will import. Installed targets (built in, or registered under the
 ``layoutfuzz.targets`` entry point) and a ``module:attr`` the user names on the command line are code
 the user chose; a report, a case file or a campaign store names a target as data, and a ``module:attr``
-found there is never imported on its own (issue 20): reports and stores travel between people."""
+found there is never imported on its own: reports and stores travel between people."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Buckets: a campaign's distinct problems, one per root cause (target, outcome and root-cause
-signature, ``harness.signatures``), each with the families it hit, a count and one representative
+signature, ``reports.signatures``), each with the families it hit, a count and one representative
 case; and what changed between two campaigns' buckets."""
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 from layoutfuzz.reports.buckets import PROBLEMS, bucket_table
-from layoutfuzz.reports.store import Store, write_atomically
+from layoutfuzz.reports.files import write_atomically
+from layoutfuzz.reports.store import Store
 from layoutfuzz.reports.tables import pass_rate_table, render
 
 

@@ -10,11 +10,6 @@ from typing import Any
 
 from layoutfuzz.reports.bounded import summarised
 from layoutfuzz.reports.outcome import Result
-from layoutfuzz.reports.signatures import (  # noqa: F401  re-exported: moved to reports.signatures
-    bucket_key,
-    bucket_of,
-    root_cause_and_bucket,
-)
 
 REPORT_SCHEMA = 1
 VALUE_LIMIT = 16 * 1024  # characters of JSON kept per expected/observed value; `reproduce` recomputes the rest

@@ -1,5 +1,5 @@
 """What a report, a case file and a campaign's settings may hold, as JSON Schemas checked before any field
-is used (issue 20): they travel between people as data. Types, sizes and the known fields are checked;
+is used: they travel between people as data. Types, sizes and the known fields are checked;
 files are read as strict JSON with a size bound, and nothing in them is unpickled, evaluated or imported."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Systems side by side: targets that draw one case model (``Target.case_model``: two implementations of CuTe's
 algebra, say) ran the same cases, so per family the table says how many each passed and on how many cases their
-outcomes differ (issue 18: compare systems with each other as well as each with the oracle)."""
+outcomes differ (systems compared with each other as well as each with the oracle)."""
 
 from __future__ import annotations
 

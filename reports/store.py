@@ -21,11 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from layoutfuzz.generators.case import Case, parse_case_id
 from layoutfuzz.reports import schema
-from layoutfuzz.reports.files import (  # noqa: F401  re-exported: sync_filesystem, write_atomically moved to reports.files
-    sync_filesystem,
-    write_atomically,
-    write_many_atomically,
-)
+from layoutfuzz.reports.files import write_many_atomically
 from layoutfuzz.reports.outcome import OUTCOMES, Outcome, Result
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made: a campaign's workers file kernels and passes through this

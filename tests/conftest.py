@@ -7,7 +7,7 @@ import functools
 import pytest
 from hypothesis import settings
 
-# Property tests check properties, not speed: a wall-clock deadline only makes them flaky under load (issue 19).
+# Property tests check properties, not speed: a wall-clock deadline only makes them flaky under load.
 settings.register_profile("layoutfuzz", deadline=None)
 settings.load_profile("layoutfuzz")
 
@@ -26,6 +26,16 @@ def cuda_device_missing() -> str | None:
     if int(err) != 0 or count < 1:
         return f"no CUDA device (cudaGetDeviceCount: {err}, {count})"
     return None
+
+
+def pytest_report_header(config) -> str:
+    """Says where the version tests keep one Triton environment per release (0.7-1.0 GB each) and how much is there."""
+    from layoutfuzz.harness.triton_compat import cache_root
+
+    envs = cache_root() / "envs"
+    size = sum(f.stat().st_size for f in envs.rglob("*") if f.is_file() and not f.is_symlink()) if envs.is_dir() else 0
+    return (f"layoutfuzz: per-release Triton environments in {envs} ({size / 2**30:.1f} GB now; the slow version tests "
+            "add one per release; LAYOUTFUZZ_CACHE moves them, `layoutfuzz matrix --prune` removes them)")
 
 
 def pytest_collection_modifyitems(config, items):

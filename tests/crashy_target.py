@@ -78,7 +78,7 @@ MARKUP = "<script>alert('layoutfuzz')</script><img src=x onerror=alert(1)>"
 
 
 class MarkupTarget(Target):
-    """Everything a system under test says is markup: family names, crash output, values (issue 20)."""
+    """Everything a system under test says is markup: family names, crash output, values."""
 
     name = "test.markup"
 

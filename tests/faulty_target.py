@@ -1,4 +1,4 @@
-"""Test-only targets whose code raises what ``except Exception`` does not catch (issue 19)."""
+"""Test-only targets whose code raises what ``except Exception`` does not catch."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Test-only: a module whose import leaves a mark (``SIDEEFFECT_MARK``), as any installed module with
-import-time effects could; a report or a store naming it must never get it imported (issue 20)."""
+import-time effects could; a report or a store naming it must never get it imported."""
 
 import os
 from pathlib import Path

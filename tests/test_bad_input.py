@@ -74,7 +74,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "crashy.json").write_text(Case("test.crashy", 0, 4, {"value": 1}).to_json())
     pytest.importorskip("triton._C.libtriton")
     from layoutfuzz.harness import registry
-    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import make_case
 
     (root / "cpu-case.json").write_text(make_case(registry.load("triton.layouts"), 0, 0).to_json())
     _nightly_roots(root)

@@ -7,11 +7,9 @@ import io
 import pandas as pd
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.harness.runner import Result
-from layoutfuzz.harness.signatures import root_cause
-from layoutfuzz.harness.target import Outcome
 from layoutfuzz.reports.buckets import bucket_table, diff_buckets
-from layoutfuzz.reports.report import bucket_key
+from layoutfuzz.reports.outcome import Outcome, Result
+from layoutfuzz.reports.signatures import bucket_key, root_cause
 from layoutfuzz.reports.store import Store
 from tests.test_cli import CRASHY, layoutfuzz
 

@@ -213,13 +213,13 @@ def test_ctrl_c_stops_keeps_everything_and_says_how_to_resume(tmp_path):
     (("run", "--timeout", "0s"), "more than 0"),
 ])
 def test_values_that_would_hang_or_overflow_are_one_line_and_exit_2(tmp_path, args, why):
-    # issue 19: --budget 0 ran forever, --jobs 1e20 spawned without bound, a seed >= 2^63 raised OverflowError
+    # regression: --budget 0 ran forever, --jobs 1e20 spawned without bound, a seed >= 2^63 raised OverflowError
     done = layoutfuzz(*args, cwd=tmp_path)
     assert done.returncode == 2 and why in done.stderr and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
 def test_a_huge_case_count_starts_at_once(tmp_path):
-    # issue 19: --cases 1000000000000000 --budget 2s hung before starting (it counted the indices one by one)
+    # regression: --cases 1000000000000000 --budget 2s hung before starting (it counted the indices one by one)
     start = time.monotonic()
     done = layoutfuzz("run", "--target", CRASHY, "--cases", "1000000000000000", "--budget", "2s", "--jobs", "2", "-q",
                       "--timeout", "2", "--out", "out", cwd=tmp_path)

@@ -1,4 +1,4 @@
-"""The parameter-coverage report: legal ranges against what a campaign's cases draw (issue 17)."""
+"""The parameter-coverage report: legal ranges against what a campaign's cases draw."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_coverage_command_prints_each_declared_target_and_refuses_undeclared_one
                                   "triton.convert_layout_shuffle", "cute.layouts", "cute.smem_atoms", "mosaic.layouts",
                                   "mosaic.gpu", "tma.copy", "tma.encode"])
 def test_the_widened_generators_draw_every_wanted_value_and_nine_tenths_of_the_pairs(name):
-    # issue 17's bar for a night: every wanted value of every parameter, at least 90 % of the legal pairs; the
+    # the bar for a night: every wanted value of every parameter, at least 90 % of the legal pairs; the
     # widened samplers reach 16 and 32 warps, 16 elements a thread, swizzle parameters up to 16, 1-D tensors to 2^14
     space, coverage = _drawn(name, 0, 10_000)
     values = value_table(space, coverage)

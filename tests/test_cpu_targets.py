@@ -9,8 +9,8 @@ from math import prod
 import pytest
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.harness.runner import Runner, make_case
-from layoutfuzz.harness.target import Outcome
+from layoutfuzz.harness.runner import Runner
+from layoutfuzz.harness.target import Outcome, make_case
 from layoutfuzz.oracles import triton_layouts as tl
 from tests.conftest import known_problem
 from tests.test_cli import layoutfuzz

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
 
@@ -141,7 +141,7 @@ def test_a_target_compiles_through_the_frontend_first_then_from_the_written_modu
 
 
 def test_single_threaded_mlir_gives_the_same_llvm_ir_and_ptx(tmp_path, monkeypatch):
-    # issue 16: campaigns compile with MLIR_DISABLE_MULTITHREADING=1 (one thread per compiling process); what is under
+    # campaigns compile with MLIR_DISABLE_MULTITHREADING=1 (one thread per compiling process); what is under
     # test must not change with it. Compiled from one path, so that the debug file names are equal too.
     import triton
     from triton.backends.compiler import GPUTarget

@@ -14,7 +14,7 @@ from layoutfuzz.generators.layouts import LAYOUT_KINDS, sample_layout
 from layoutfuzz.generators.source import permutation, source_for
 from layoutfuzz.generators.strategies import distributed_layouts, memory_layouts
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -133,7 +133,7 @@ def test_the_random_source_draws_as_random_randrange_does():
 
 def test_targets_that_say_their_params_are_plain_generate_plain_params():
     # plain_params skips the JSON round trip of every case: the claim must hold for what each such target draws
-    from layoutfuzz.harness.runner import _plain
+    from layoutfuzz.harness.target import _plain
 
     claimed = [name for name in registry.available_specs() if registry.load(name).plain_params]
     assert {"tma.swizzle", "wgmma.descriptor"} <= set(claimed)

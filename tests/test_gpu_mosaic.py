@@ -1,5 +1,5 @@
 """mosaic.gpu on the device (marked gpu): Mosaic GPU's TMA loads and wgmma against PTX, and a planted swizzle that the
-check must see (issue 18)."""
+check must see."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from layoutfuzz.generators.case import Case
 from layoutfuzz.gpu.targets.mosaic_gpu import _data, expected_image
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 
 
 def _case(params):

@@ -94,7 +94,7 @@ def test_hardware_copies_match_the_oracle_for_a_batch():
 @pytest.mark.gpu
 def test_target_passes_one_case():
     target = TmaSwizzle()
-    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import make_case
 
     case = make_case(target, 0, 0)
     assert target.compare(case, target.expected(case), target.observed(case)).ok
@@ -174,10 +174,10 @@ def test_raw_store_at_a_negative_coordinate_traps():
 
 @pytest.mark.gpu
 def test_one_launch_for_many_boxes_gives_each_case_its_own_verdict():
-    # issue 16: observed_batch (one launch, one source buffer for every map) and compare_batch (the oracle over
+    # observed_batch (one launch, one source buffer for every map) and compare_batch (the oracle over
     # arrays) against the same cases one by one; a planted wrong byte is found in its case alone
     from layoutfuzz.gpu.targets.tma_swizzle import Refused, TmaSwizzle, _Window
-    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import make_case
 
     target = TmaSwizzle()
     cases = [make_case(target, 11, i) for i in range(300)]
@@ -204,11 +204,11 @@ def test_one_launch_for_many_boxes_gives_each_case_its_own_verdict():
 
 @pytest.mark.gpu
 def test_the_device_finds_the_windows_the_host_finds():
-    # issue 16: the comparison on the device (DeviceWindows.mismatches) against oracles.tma_windows.window_mismatches
+    # the comparison on the device (DeviceWindows.mismatches) against oracles.tma_windows.window_mismatches
     # on the host copies of the same windows; wrong data in a placed granule, and a byte written outside the box,
     # each planted on the device in a case of its own, are found in that case alone, both ways
     from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, TmaSwizzle, _DeviceWindow
-    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import make_case
     from layoutfuzz.oracles.tma import box_from_params
     from layoutfuzz.oracles.tma_windows import FILL, placements, source_words, window_mismatches
 

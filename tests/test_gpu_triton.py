@@ -19,7 +19,7 @@ from layoutfuzz.gpu.targets.triton_shared_memory import TritonSharedMemory
 from layoutfuzz.gpu.targets.triton_tma import TritonTma
 from layoutfuzz.gpu.targets.triton_wgmma import MMA_BITS, TritonWgmma
 from layoutfuzz.gpu.tensor_descriptors import encoded_maps
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 from layoutfuzz.oracles.algorithms import holders
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
@@ -70,7 +70,8 @@ def test_the_prebuilt_kernel_targets_run_without_torch(tmp_path):
     code = (
         "import sys\n"
         "from layoutfuzz.harness import registry\n"
-        "from layoutfuzz.harness.runner import evaluate, make_case\n"
+        "from layoutfuzz.harness.target import make_case\n"
+        "from layoutfuzz.harness.worker import evaluate\n"
         "for name in ('triton.convert_layout', 'triton.shared_memory'):\n"
         "    target = registry.load(name)\n"
         "    for module in target.preload:\n"

@@ -168,8 +168,9 @@ class SimulatedProbe:
 def test_batch_methods_give_each_case_the_outcome_of_its_own_call(monkeypatch):
     # one oracle call, one probe run and one comparison over 120 operands of every type against each case alone
     from layoutfuzz.gpu.targets import wgmma_descriptor as targets
-    from layoutfuzz.harness.compare import to_jsonable
-    from layoutfuzz.harness.runner import evaluate, evaluate_many, make_case
+    from layoutfuzz.harness.target import make_case
+    from layoutfuzz.harness.worker import evaluate, evaluate_many
+    from layoutfuzz.reports.bounded import to_jsonable
 
     target = targets.WgmmaDescriptor()
     cases = [make_case(target, 9, i) for i in range(120)]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from layoutfuzz.harness.health import FIRST, Health, errors_on_every_case
-from layoutfuzz.harness.runner import Runner, make_case
-from layoutfuzz.harness.signatures import root_cause
+from layoutfuzz.harness.runner import Runner
+from layoutfuzz.harness.target import make_case
+from layoutfuzz.reports.signatures import root_cause
 from tests.planted_faults import BrokenTarget, SometimesBroken
 
 BROKEN = "tests.planted_faults:BrokenTarget"

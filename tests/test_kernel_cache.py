@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 
 
 @pytest.fixture

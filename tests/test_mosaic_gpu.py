@@ -1,5 +1,5 @@
 """mosaic.gpu on the CPU: the expected shared-memory images worked by hand from PTX 5.5.7, the products, the judgement
-of planted faults, the generator; and on an sm_90 device (skipped without one) Mosaic's kernels against them (issue 18)."""
+of planted faults, the generator; and on an sm_90 device (skipped without one) Mosaic's kernels against them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from layoutfuzz.generators.case import Case
 from layoutfuzz.gpu.targets.mosaic_gpu import _data, _store_data, expected_image, expected_store
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 
 
 def _case(params):

@@ -1,6 +1,6 @@
 """Mosaic GPU's register layouts: the oracle against PTX's wgmma fragments (worked by hand), Mosaic's own docstring
 example and Triton's wgmma layouts, its defining properties over generated layouts, and the mosaic.layouts target's
-judgement (issue 18)."""
+judgement."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.mosaic_layouts import NAMED
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 from layoutfuzz.oracles import mosaic_layouts as oracle
 from layoutfuzz.oracles.linear_layout import LayoutError
 from layoutfuzz.oracles.triton_layouts import DotOperandLayout, NVMMADistributedLayout

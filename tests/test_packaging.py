@@ -1,4 +1,4 @@
-"""What an installed layoutfuzz puts into a user's environment: one import name (issue 19)."""
+"""What an installed layoutfuzz puts into a user's environment: one import name."""
 
 from __future__ import annotations
 

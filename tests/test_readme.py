@@ -24,7 +24,7 @@ def test_readme_command_1_runs_a_campaign():
 
 
 def test_the_test_extra_leaves_out_what_makes_a_test_venv_heavy():
-    # issue 19: [test] pulled CUDA packages, NVRTC, nvidia-cutlass and numba/llvmlite (via galois): 1.6 GB; now
+    # regression: [test] pulled CUDA packages, NVRTC, nvidia-cutlass and numba/llvmlite (via galois): 1.6 GB; now
     # about 0.98 GB measured with the CPU-only extra, the rest in [cuda] and [crosscheck], which CI installs
     import tomllib
 
@@ -37,7 +37,7 @@ def test_the_test_extra_leaves_out_what_makes_a_test_venv_heavy():
 
 
 def test_ci_runs_the_suite_under_the_oldest_and_the_newest_supported_triton():
-    # issue 15: CI covers 3.6.0 and 3.9.0, and runs the version matrix as a user does
+    # CI covers 3.6.0 and 3.9.0, and runs the version matrix as a user does
     ci = (ROOT / ".ci" / "run").read_text()
     oldest, newest = ci.index("'triton==3.6.0'"), ci.index("'triton==3.9.0'")
     assert oldest < ci.index("python -m pytest -n auto") < newest < ci.rindex("python -m pytest -n auto")

@@ -46,7 +46,7 @@ def test_run_reduce_reduces_each_buckets_representative(tmp_path):
 
 
 def test_reduce_of_a_case_id_saves_beside_the_campaign_and_never_into_the_working_directory(tmp_path):
-    # issue 19: `reduce TARGET/SEED/INDEX --out DIR` crashed after writing, and reductions landed in the cwd
+    # regression: `reduce TARGET/SEED/INDEX --out DIR` crashed after writing, and reductions landed in the cwd
     run = layoutfuzz("run", "--target", CRASHY, "--cases", "5", "--timeout", "2", "--jobs", "2", "-q", "--out", "out",
                      cwd=tmp_path)
     assert run.returncode == 0, run.stderr

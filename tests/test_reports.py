@@ -32,7 +32,7 @@ def test_crashes_with_the_same_message_share_a_bucket():
 
 
 def test_atomic_writes_follow_the_umask_not_mkstemps_0600(tmp_path):
-    # issue 19: tables, reports and HTML were 0600 while the database was 0644
+    # regression: tables, reports and HTML were 0600 while the database was 0644
     import os
 
     from layoutfuzz.reports.files import write_atomically
@@ -46,7 +46,7 @@ def test_atomic_writes_follow_the_umask_not_mkstemps_0600(tmp_path):
 
 
 def test_the_terminal_table_keeps_one_targets_metrics_out_of_every_row():
-    # issue 19: the printed table carried five PTX-count columns that only triton.compile fills
+    # regression: the printed table carried five PTX-count columns that only triton.compile fills
     import pandas as pd
 
     from layoutfuzz.reports.tables import for_terminal
@@ -59,7 +59,7 @@ def test_the_terminal_table_keeps_one_targets_metrics_out_of_every_row():
 
 
 def test_nan_where_nan_is_expected_agrees_and_reports_stay_strict_json():
-    # issue 19: NaN compared with NaN was a divergence, and such reports were not strict JSON
+    # regression: NaN compared with NaN was a divergence, and such reports were not strict JSON
     import json
 
     import numpy as np
@@ -75,7 +75,7 @@ def test_nan_where_nan_is_expected_agrees_and_reports_stay_strict_json():
 
 
 def test_a_store_that_is_not_a_campaign_is_refused_not_read_as_empty(tmp_path):
-    # issue 19: a 0-byte layoutfuzz.sqlite was read as an empty campaign; `diff` then reported "2 fixed"
+    # regression: a 0-byte layoutfuzz.sqlite was read as an empty campaign; `diff` then reported "2 fixed"
     import pytest
 
     from layoutfuzz.reports.store import DB_NAME, Store, StoreError
@@ -90,7 +90,7 @@ def test_a_store_that_is_not_a_campaign_is_refused_not_read_as_empty(tmp_path):
 
 
 def test_property_tests_have_no_wall_clock_deadline():
-    # issue 19: test_rank_matches_galois exceeded Hypothesis's 200 ms deadline under load (flaky in CI)
+    # regression: test_rank_matches_galois exceeded Hypothesis's 200 ms deadline under load (flaky in CI)
     from hypothesis import settings
 
     assert settings().deadline is None
@@ -146,7 +146,7 @@ def test_unsupported_cases_get_a_few_reports_per_reason_and_every_row(tmp_path):
 
 
 def test_the_recorder_stores_results_together_at_most_a_flush_interval_apart(tmp_path, monkeypatch):
-    # issue 16: a target that crashes on every fourth case sent its results one at a time, and each transaction
+    # regression: a target that crashes on every fourth case sent its results one at a time, and each transaction
     # flushed its report to disk; results now wait up to FLUSH_S, and the campaign's end flushes the rest
     from layoutfuzz.harness.campaign import Recorder
     from layoutfuzz.reports.store import Store
@@ -215,7 +215,7 @@ def test_findings_and_metrics_are_read_through_partial_indexes_not_a_scan_of_eve
 
 
 def test_pythons_equality_shortcut_gives_the_walks_verdict_on_every_kind_of_value(monkeypatch):
-    # issue 16: the walk took 6 ms a case over the holders of triton.convert_layout; `==` answers first where it can
+    # regression: the walk took 6 ms a case over the holders of triton.convert_layout; `==` answers first where it can
     import numpy as np
 
     from layoutfuzz.harness import compare

@@ -55,7 +55,7 @@ def _campaign(tmp_path, target: str, cases: int, jobs: int, query: str) -> dict:
 
 
 def test_a_base_exception_from_target_code_is_that_cases_outcome_not_the_campaigns(tmp_path):
-    # issue 19: sys.exit(0), KeyboardInterrupt or a custom BaseException in a target ended or emptied the campaign
+    # regression: sys.exit(0), KeyboardInterrupt or a custom BaseException in a target ended or emptied the campaign
     from tests.test_cli import layoutfuzz
 
     rows = _campaign(tmp_path, "ExitingTarget", 10, 2, "SELECT family, group_concat(DISTINCT outcome) FROM outcomes GROUP BY family")
@@ -65,13 +65,13 @@ def test_a_base_exception_from_target_code_is_that_cases_outcome_not_the_campaig
 
 
 def test_workers_crashing_back_to_back_never_end_the_campaign(tmp_path):
-    # issue 19: "All workers expired" (BrokenProcessPool) ended campaigns whose target aborts on half its cases
+    # regression: "All workers expired" (BrokenProcessPool) ended campaigns whose target aborts on half its cases
     counts = _campaign(tmp_path, "AbortingTarget", 60, 4, "SELECT outcome, count(*) FROM outcomes GROUP BY outcome")
     assert counts == {"pass": 30, "crash": 30}
 
 
 def test_huge_values_and_output_spam_are_bounded_in_every_stored_field(tmp_path):
-    # issue 19: a 100 MB observed value made a 105 MB report; 100 MB of output a 105 MB detail per row
+    # regression: a 100 MB observed value made a 105 MB report; 100 MB of output a 105 MB detail per row
     longest = _campaign(tmp_path, "HugeTarget", 4, 2, "SELECT outcome, max(length(detail)) FROM outcomes GROUP BY outcome")
     assert set(longest) == {"crash", "diverge"} and max(longest.values()) < 20_000
     reports = list((tmp_path / "out" / "reports").glob("*.json"))
@@ -79,7 +79,7 @@ def test_huge_values_and_output_spam_are_bounded_in_every_stored_field(tmp_path)
 
 
 def test_no_process_the_system_under_test_started_outlives_the_campaign(tmp_path):
-    # issue 19: grandchildren of a worker (a hung child of the target) were never killed
+    # regression: grandchildren of a worker (a hung child of the target) were never killed
     import subprocess
 
     from tests.test_cli import layoutfuzz
@@ -93,7 +93,7 @@ def test_no_process_the_system_under_test_started_outlives_the_campaign(tmp_path
 
 
 def test_a_target_whose_cases_cannot_be_reproduced_is_named(tmp_path):
-    # issue 19: a target whose generate was not deterministic went unnoticed (100 of 100 cases differed)
+    # regression: a target whose generate was not deterministic went unnoticed (100 of 100 cases differed)
     from tests.test_cli import CRASHY, layoutfuzz
 
     drifting = layoutfuzz("run", "--target", "tests.faulty_target:DriftingTarget", "--cases", "3", "-q", "--out", "a", cwd=tmp_path)
@@ -103,7 +103,7 @@ def test_a_target_whose_cases_cannot_be_reproduced_is_named(tmp_path):
 
 
 def test_a_case_past_the_memory_limit_is_a_crash_with_the_reason(tmp_path):
-    # issue 19: the harness had no per-worker memory limit of its own
+    # regression: the harness had no per-worker memory limit of its own
     import sqlite3
 
     from tests.test_cli import layoutfuzz
@@ -121,7 +121,7 @@ def test_a_case_past_the_memory_limit_is_a_crash_with_the_reason(tmp_path):
 
 
 def test_os_exit_0_in_target_code_is_a_crash_at_once_not_a_timeout(tmp_path):
-    # issue 19: os._exit(0) in a worker was recorded as a timeout (pebble reads exit status 0 as a normal end)
+    # regression: os._exit(0) in a worker was recorded as a timeout (pebble reads exit status 0 as a normal end)
     import time
 
     start = time.monotonic()
@@ -139,7 +139,7 @@ def _rows(store: Path) -> list[tuple]:
 
 
 def test_batches_give_the_same_outcome_rows_as_one_case_per_call(tmp_path):
-    # issue 16: same seed, batch mode vs per-case mode, every row; crashes and hangs of a batch are bisected
+    # same seed, batch mode vs per-case mode, every row; crashes and hangs of a batch are bisected
     # down to the cases causing them (a batched target's launch aborts or hangs on any batch holding one)
     from tests.test_cli import layoutfuzz
 
@@ -161,13 +161,13 @@ def test_batches_give_the_same_outcome_rows_as_one_case_per_call(tmp_path):
 
 
 def test_workers_start_from_a_fork_server_that_imported_the_targets_modules(tmp_path):
-    # issue 16: a replaced worker re-imported Triton (0.36 s a crash); the fork server imports it once
+    # regression: a replaced worker re-imported Triton (0.36 s a crash); the fork server imports it once
     counts = _campaign(tmp_path, "PreloadProbe", 4, 2, "SELECT outcome, count(*) FROM outcomes GROUP BY outcome")
     assert counts == {"pass": 4}
 
 
 def test_workers_of_the_command_line_do_not_run_it_again(tmp_path):
-    # issue 16: the fork server ran the command line as the workers' main module (harness.cli and pandas: 1.5 s of a
+    # regression: the fork server ran the command line as the workers' main module (harness.cli and pandas: 1.5 s of a
     # Triton campaign's start on an H100 machine), for nothing a worker uses
     counts = _campaign(tmp_path, "LeanMainProbe", 4, 2, "SELECT outcome, count(*) FROM outcomes GROUP BY outcome")
     assert counts == {"pass": 4}
@@ -190,7 +190,7 @@ def test_only_layoutfuzz_s_command_line_counts_as_the_command_line():
 
 
 def test_a_time_budget_is_shared_by_time_not_by_turn(tmp_path):
-    # issue 16: round-robin by case count gave a fast target a quarter of what a slow one got
+    # regression: round-robin by case count gave a fast target a quarter of what a slow one got
     import sqlite3
 
     from tests.test_cli import layoutfuzz
@@ -205,7 +205,7 @@ def test_a_time_budget_is_shared_by_time_not_by_turn(tmp_path):
 
 
 def test_a_budget_ends_near_its_deadline_even_with_a_hang_in_flight():
-    # issue 16: at the end of a budget the runner waited for every batch in flight, queued ones too, so one slow
+    # regression: at the end of a budget the runner waited for every batch in flight, queued ones too, so one slow
     # compile stretched a 60 s run to 79 s; now the running batches get DEADLINE_GRACE_S and the rest stay unrun
     import time
 
@@ -270,7 +270,7 @@ def test_workers_start_with_the_fork_servers_objects_frozen(tmp_path):
 
 
 def test_a_crash_is_named_by_its_fatal_error_printed_before_a_long_dump():
-    from layoutfuzz.harness.signatures import root_cause
+    from layoutfuzz.reports.signatures import root_cause
     from tests.crashy_target import LlvmFatalTarget
 
     results = []
@@ -297,7 +297,7 @@ def test_a_profiled_campaign_leaves_each_workers_totals(tmp_path):
 
 
 def test_a_gpu_worker_s_start_up_thread_fails_quietly(monkeypatch, capfd):
-    # issue 16: a worker begins its CUDA context on a thread beside its first case; where that fails, the case meets the
+    # a worker begins its CUDA context on a thread beside its first case; where that fails, the case meets the
     # failure and reports it, and no traceback from the thread lands in the case's log (its crash signature)
     import threading
 

@@ -1,5 +1,5 @@
 """The tiled Hopper shared-memory atoms: the oracle against seed 000's worked figures and hand-computed addresses,
-its defining properties over every kind and width, and the cute.smem_atoms target's judgement (issue 18)."""
+its defining properties over every kind and width, and the cute.smem_atoms target's judgement."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 from layoutfuzz.oracles import smem_atoms as atoms
 from layoutfuzz.oracles.linear_layout import LayoutError
 

@@ -1,4 +1,4 @@
-"""Kernels that take tensor descriptors, run without Triton (issue 17): the PTX entry's parameter types, the values a
+"""Kernels that take tensor descriptors, run without Triton: the PTX entry's parameter types, the values a
 descriptor expands to as Triton's launcher expands it, the packing at each parameter's width, and (marked gpu) a
 prebuilt cluster kernel of each Triton release on the device."""
 
@@ -16,7 +16,7 @@ import pytest
 from layoutfuzz.gpu.prebuilt import CompiledKernel, _packed, entry_param_types
 from layoutfuzz.gpu.tensor_descriptors import DEVICE_TO_HOST_DTYPE, HostTensorDescriptor, encoded_maps, tiled_encoding
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 
 ENTRY = """
 .visible .entry tma_cluster_probe(
@@ -126,7 +126,7 @@ def test_prebuilt_cluster_kernels_run_on_the_device_as_through_tritons_jit(tmp_p
     from layoutfuzz.gpu.targets.triton_tma_cluster import copies_below_a_split, slot_misaligned
 
     env = {**os.environ, "LAYOUTFUZZ_CACHE": str(tmp_path / "cache"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}
-    code = ("import json, sys\nfrom layoutfuzz.harness import registry\nfrom layoutfuzz.harness.runner import make_case\n"
+    code = ("import json, sys\nfrom layoutfuzz.harness import registry\nfrom layoutfuzz.harness.target import make_case\n"
             "out = {}\nfor name in ('triton.tma_cluster', 'triton.tma_cluster_store'):\n"
             "    target = registry.load(name)\n"
             "    out[name] = [target.observed(make_case(target, 0, i)) for i in map(int, sys.argv[1:])]\n"

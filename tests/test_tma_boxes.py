@@ -1,4 +1,4 @@
-"""The tma_boxes case model (issue 18): one 2-D TMA box through the raw driver, Triton and Mosaic GPU. On the CPU:
+"""The tma_boxes case model: one 2-D TMA box through the raw driver, Triton and Mosaic GPU. On the CPU:
 the three draw the same cases, every box is valid for each oracle, Triton's API limit is the only unsupported case,
 and planted faults are seen; on an sm_90 device (marked gpu) the three systems against the oracle."""
 
@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import make_case
-from layoutfuzz.harness.target import Unsupported
+from layoutfuzz.harness.target import Unsupported, make_case
 
 NAMES = ("tma.boxes", "triton.tma_boxes", "mosaic.tma_boxes")
 

@@ -278,7 +278,7 @@ def test_shrinking_a_multicast_copy_tries_one_cta_first_and_every_candidate_is_a
 
 
 def test_an_interleaved_load_fills_each_element_of_a_slice_outside_the_tensor_with_the_types_nan():
-    # issue 17: interleaved tensor maps through floating-point types and the NaN fill (the rule confirmed on an H100,
+    # interleaved tensor maps through floating-point types and the NaN fill (the rule confirmed on an H100,
     # docs/results/interleave-float-types-h100.md): a slice outside the tensor is its element type's NaN
     # pattern throughout, 16 bytes at a time, and a slice inside is the tensor's bytes
     import numpy as np

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 from layoutfuzz.oracles.linear_layout import LayoutError
 from layoutfuzz.oracles.tma import SwizzleMode, TiledBox
 from layoutfuzz.oracles.tma_copy import TensorCopy, loaded_window, stored_tensor

@@ -1,4 +1,4 @@
-"""The TMA window oracle over arrays of boxes (issue 16) against the one-box oracle, and its comparison."""
+"""The TMA window oracle over arrays of boxes against the one-box oracle, and its comparison."""
 
 from __future__ import annotations
 

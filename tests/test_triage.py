@@ -70,7 +70,7 @@ def test_a_root_cause_never_depends_on_the_family_or_the_case():
     one = Result(Case("t", 0, 1, {"n": 5}), "f", Outcome.DIVERGE, signature="x[1]:value")
     two = Result(Case("t", 7, 9, {"n": 900}), "g", Outcome.DIVERGE, signature="x[250]:value")
     assert root_cause(one) == root_cause(two)
-    from layoutfuzz.reports.report import bucket_key
+    from layoutfuzz.reports.signatures import bucket_key
 
     assert bucket_key(one) == bucket_key(two)
 
@@ -192,7 +192,7 @@ def test_each_cpu_finding_reproduces_exactly_where_its_range_says(problem):
     from layoutfuzz.generators.case import Case
     from layoutfuzz.harness.registry import load, resolve
     from layoutfuzz.harness.runner import Runner
-    from layoutfuzz.reports.report import bucket_key
+    from layoutfuzz.reports.signatures import bucket_key
 
     case = Case.from_dict(json.loads((REPO / problem.reproducer).read_text()))
     target = load(case.target)
@@ -215,7 +215,7 @@ def test_each_targets_own_shrinks_offer_valid_smaller_cases(name):
     from layoutfuzz.generators.case import Case
     from layoutfuzz.harness.reduce import size
     from layoutfuzz.harness.registry import load
-    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import make_case
 
     target = load(name)
     with_valid = 0

@@ -16,7 +16,7 @@ from layoutfuzz.generators.layouts import cta_tiling, distributed_layout_sharing
 from layoutfuzz.generators.source import RandomSource
 from layoutfuzz.generators.validity import check_layout_kind
 from layoutfuzz.gpu.targets.triton_convert_layout_cluster import CLUSTER_DIMS, TritonConvertLayoutCluster, ctas_tile
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 from layoutfuzz.oracles.algorithms import holders
 from layoutfuzz.oracles.linear_layout import LinearLayout
 

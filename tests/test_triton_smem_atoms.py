@@ -7,10 +7,10 @@ import pytest
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import evaluate, make_case
-from layoutfuzz.harness.target import Unsupported
+from layoutfuzz.harness.target import Unsupported, make_case
 from layoutfuzz.harness.targets import triton_smem_atoms as target_module
 from layoutfuzz.harness.targets.triton_smem_atoms import expected_offsets, nvmma_for
+from layoutfuzz.harness.worker import evaluate
 from tests.test_cli import ledgered_run
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.harness.runner import Runner, make_case
-from layoutfuzz.harness.target import Outcome
+from layoutfuzz.harness.runner import Runner
+from layoutfuzz.harness.target import Outcome, make_case
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
 triton_ll = pytest.importorskip("triton._C.libtriton.linear_layout", reason="needs triton's CPU binding")

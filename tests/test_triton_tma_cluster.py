@@ -1,4 +1,4 @@
-"""triton.tma_cluster: TMA loads over a cluster of CTAs into a subview of a multi-buffer (issue 17, clusters)."""
+"""triton.tma_cluster: TMA loads over a cluster of CTAs into a subview of a multi-buffer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from layoutfuzz.generators.case import Case
 from layoutfuzz.gpu.targets.triton_tma_cluster import TritonTmaCluster, block_values, cga_bases, cta_part, unwritten
 from layoutfuzz.gpu.tensor_descriptors import encoded_maps
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 
 
 def test_cases_follow_the_generators_rules_and_repeat_for_a_seed():

@@ -1,4 +1,4 @@
-"""triton.tma_cluster_store (issue 17, stores from clusters): the tiled-store oracle with the granule rule on a worked
+"""triton.tma_cluster_store (stores from clusters): the tiled-store oracle with the granule rule on a worked
 example, the verdicts on planted faults, the tensor maps Triton encodes, and (marked gpu) stores on an H100 and the
 hardware fact under Triton 3.7.1+'s multi-CTA loads."""
 
@@ -11,7 +11,7 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.gpu.targets.triton_tma_cluster import copies_below_a_split, slot_misaligned
 from layoutfuzz.gpu.targets.triton_tma_cluster_store import SENTINEL, TritonTmaClusterStore, stored_block, tensor_before
 from layoutfuzz.gpu.tensor_descriptors import encoded_maps
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 
 WORKED = {"elem_bits": 8, "swizzle": 0, "splits": ["rows"], "block": [2, 32], "global_shape": [3, 20], "coord": [2, 16],
           "row_pad": 12, "buffers": 2, "slot": 1, "num_warps": 1}

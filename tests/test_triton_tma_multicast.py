@@ -1,4 +1,4 @@
-"""triton.tma_multicast (issue 17): the PTX evaluator on PTX worked by hand, the multicast oracle and its verdicts on
+"""triton.tma_multicast: the PTX evaluator on PTX worked by hand, the multicast oracle and its verdicts on
 planted faults (CPU, no Triton), and Gluon's multicast loads compiled by this Triton and checked in their PTX (Triton
 3.7.1 on; 3.6.0's Gluon has no multicast and says so)."""
 
@@ -10,7 +10,7 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.gpu.ptx_eval import Kernel, Thread
 from layoutfuzz.gpu.targets.triton_tma_multicast import TritonTmaMulticast, deliveries_expected
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 
 PTX = """
 	mov.u32 	%r11, %tid.x;

@@ -1,4 +1,4 @@
-"""Reports and stores are data, not code (issue 20): what a downloaded report or campaign names is never
+"""Reports and stores are data, not code: what a downloaded report or campaign names is never
 imported on its own, every file is checked against its schema before use, and the HTML stays inert."""
 
 from __future__ import annotations

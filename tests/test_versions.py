@@ -1,4 +1,4 @@
-"""Every Triton: the version adapters, per-version environments, the matrix and bisect (issue 15)."""
+"""Every Triton: the version adapters, per-version environments, the matrix and bisect."""
 
 from __future__ import annotations
 
@@ -233,7 +233,7 @@ def test_kernels_compiles_each_case_once_per_release_and_files_rejections(tmp_pa
 
     from layoutfuzz.gpu.prebuilt import CompiledKernel, kernel_path
     from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
-    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import make_case
 
     args = ["kernels", "--targets", "triton.convert_layout", "--cases", "3", "--seed", "4", "--out", "k", "--jobs", "2", "-q"]
     done = layoutfuzz(*args, cwd=tmp_path, timeout=600)
@@ -264,10 +264,10 @@ def test_kernels_compiles_each_case_once_per_release_and_files_rejections(tmp_pa
 
 
 def test_without_a_gpu_prebuilt_kernels_are_unsupported_with_the_reason(tmp_path, monkeypatch):
-    from layoutfuzz.gpu.prebuilt import ENV
     from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
     from layoutfuzz.gpu.targets.triton_shared_memory import TritonSharedMemory
     from layoutfuzz.gpu.targets.triton_wgmma import TritonWgmma
+    from layoutfuzz.harness.triton_compat import ENV
 
     monkeypatch.setenv(ENV, str(tmp_path))
     assert not TritonConvertLayout().availability().available
@@ -282,11 +282,12 @@ def test_prebuilt_kernels_give_what_the_same_kernels_give_through_triton(tmp_pat
     monkeypatch.setenv("LAYOUTFUZZ_CACHE", str(tmp_path / "cache"))
     # the cubin paths (the kernel cache; prebuilt kernels), launched by cuda.core, against Triton's own launch
     from layoutfuzz.gpu.kernel_cache import JIT
-    from layoutfuzz.gpu.prebuilt import ENV, kernel_path
+    from layoutfuzz.gpu.prebuilt import kernel_path
     from layoutfuzz.gpu.targets.base import cuda_device_availability
     from layoutfuzz.gpu.targets.triton_convert_layout import TritonConvertLayout
     from layoutfuzz.gpu.targets.triton_shared_memory import TritonSharedMemory
-    from layoutfuzz.harness.runner import make_case
+    from layoutfuzz.harness.target import make_case
+    from layoutfuzz.harness.triton_compat import ENV
 
     if not cuda_device_availability(9, ("torch", "cuda.core", "triton")).available:
         pytest.skip("no sm_90 CUDA device with torch, cuda.core and Triton")
@@ -350,7 +351,7 @@ def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(t
     _, rest = child.communicate(timeout=120)
     err = "".join(seen) + rest
     assert child.returncode == 130 and "resumes" in err, err
-    # no traceback of the matrix, its campaign or a worker (issue 19: Ctrl-C reached a spawned worker before its
+    # no traceback of the matrix, its campaign or a worker (once, Ctrl-C reached a spawned worker before its
     # initializer ignored SIGINT; workers now fork from a server that ignores it)
     assert "Traceback" not in err, err
     done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

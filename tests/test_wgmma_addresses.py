@@ -1,4 +1,4 @@
-"""The wgmma address oracle over arrays of canonical layouts (issue 16) against the one-layout oracle."""
+"""The wgmma address oracle over arrays of canonical layouts against the one-layout oracle."""
 
 from __future__ import annotations
 

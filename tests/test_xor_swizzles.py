@@ -9,8 +9,8 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import RandomSource
 from layoutfuzz.generators.xor_swizzles import cute_swizzle, xor_swizzle
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import evaluate
 from layoutfuzz.harness.targets.triton_shared_layouts import offset_bases
+from layoutfuzz.harness.worker import evaluate
 from layoutfuzz.oracles.cute import Swizzle
 from tests.test_cli import ledgered_run
 

@@ -14,20 +14,14 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import Source, permutation
 from layoutfuzz.gpu.direct_ttgir import DirectTtgir, compile_ttgir
 from layoutfuzz.gpu.kernel_cache import cache_folder, cached_kernel, through_jit
-from layoutfuzz.gpu.prebuilt import (
-    CompiledKernel,
-    active_folder,
-    folder_version,
-    from_triton,
-    kernel_path,
-    variant_params,
-)
+from layoutfuzz.gpu.prebuilt import CompiledKernel, from_triton, kernel_path, variant_params
 from layoutfuzz.gpu.targets.base import GpuTarget, cuda_device_availability, quietly, retain_primary_context
 from layoutfuzz.harness.capture import stderr_text
 from layoutfuzz.harness.compare import Comparison, compare_values
-from layoutfuzz.harness.signatures import compile_error, normalise
 from layoutfuzz.harness.target import Availability, Unsupported
+from layoutfuzz.harness.triton_compat import active_folder, folder_version
 from layoutfuzz.oracles.linear_layout import LinearLayout
+from layoutfuzz.reports.signatures import compile_error, normalise
 
 INT_TYPES = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
 # a target whose kernels launch through cuda.core on NumPy's buffers (gpu.device_arrays) needs no torch: its fork server

@@ -115,7 +115,7 @@ class TmaSwizzle(GpuTarget):
             return compare_refusals(expected.get("refused"), observed.get("refused"))
         return compare_windows(bytes.fromhex(expected["window"]), bytes.fromhex(observed["window"]), FILL)
 
-    # ---- many cases at once: one launch, the oracle and the comparison over arrays (issue 16) ----------------
+    # ---- many cases at once: one launch, the oracle and the comparison over arrays ---------------------------
 
     _made: tuple[list[Case], dict[int, TiledBox]] | None = None  # the last batch's cases and boxes (``boxes``)
 

@@ -82,7 +82,7 @@ class TritonTmaMulticast(TritonTmaCluster):
         from layoutfuzz.gpu.ptx_eval import Kernel
         from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90, single_threaded_mlir
         from layoutfuzz.harness.capture import stderr_text
-        from layoutfuzz.harness.signatures import compile_error
+        from layoutfuzz.reports.signatures import compile_error
 
         p = case.params
         single_threaded_mlir()

@@ -209,7 +209,7 @@ def triton_wgmma_space() -> Space:
                   lambda p: "yes" if p["a_in_regs"] else "no"),
         Parameter("A major", ("K", "MN"), f"{ptx}: imm-trans-a", lambda p: "MN" if p["a_mn_major"] else "K"),
         Parameter("B major", ("K", "MN"), f"{ptx}: imm-trans-b", lambda p: "K" if p["b_k_major"] else "MN"),
-        Parameter("A swizzle", (32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width (0: issue 17's open item)",
+        Parameter("A swizzle", (32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width (0: refused by Triton, not drawn)",
                   lambda p: p["a_swizzle"]),
         Parameter("B swizzle", (32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width", lambda p: p["b_swizzle"]),
         Parameter("use accumulator", ("no", "yes"), f"{ptx}: scale-d", lambda p: "yes" if p["use_acc"] else "no"),

@@ -90,7 +90,7 @@ class WgmmaDescriptor(GpuTarget):
             return verdict
         return Comparison(False, verdict.mismatch_count, verdict.mismatches, address_bits_signature(expected, observed), verdict.note)
 
-    # ---- many cases at once: the address oracle over arrays, a launch per digit for all cases (issue 16) -------
+    # ---- many cases at once: the address oracle over arrays, a launch per digit for all cases ------------------
 
     def expected_batch(self, cases: Sequence[Case]) -> list[Any]:
         """``canonical_addresses`` of every operand at once; a case whose layout is refused gets its error."""

@@ -32,10 +32,12 @@ from layoutfuzz.harness.cli.options import (
     positive_int,
     target_argument,
 )
-from layoutfuzz.harness.runner import Result, Runner, make_case
-from layoutfuzz.harness.target import MALFORMED, Outcome, Target
+from layoutfuzz.harness.runner import Runner
+from layoutfuzz.harness.target import MALFORMED, Outcome, Target, make_case
 from layoutfuzz.reports import schema
-from layoutfuzz.reports.store import DB_NAME, StoreError, write_atomically
+from layoutfuzz.reports.files import write_atomically
+from layoutfuzz.reports.outcome import Result
+from layoutfuzz.reports.store import DB_NAME, StoreError
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def reproduced(report: dict[str, Any], result: Result) -> tuple[bool, str]:
     """Whether a replay reproduced a report: the same outcome and the same root cause (its signature: another crash of
     the same signal is another problem), with what differs where it did not."""
-    from layoutfuzz.harness.signatures import root_cause
+    from layoutfuzz.reports.signatures import root_cause
 
     if report.get("outcome") != result.outcome.value:
         return False, f"this run: {result.outcome.value}"
@@ -193,8 +195,8 @@ def reproduced(report: dict[str, Any], result: Result) -> tuple[bool, str]:
 
 def verdict(result: Result) -> dict[str, Any]:
     """What a replay gave, for tools (``bisect`` reads it): outcome, root cause, bucket, versions."""
-    from layoutfuzz.harness.signatures import root_cause
-    from layoutfuzz.reports.report import bucket_key, environment_versions
+    from layoutfuzz.reports.report import environment_versions
+    from layoutfuzz.reports.signatures import bucket_key, root_cause
 
     failed = result.outcome is not Outcome.PASS
     return {"case": result.case.case_id, "target": result.case.target, "outcome": result.outcome.value,

@@ -22,7 +22,7 @@ from layoutfuzz.harness.cli.options import (
     target_names,
 )
 from layoutfuzz.harness.coverage import measure, pair_coverage, pair_table, value_table
-from layoutfuzz.reports.store import write_atomically
+from layoutfuzz.reports.files import write_atomically
 from layoutfuzz.reports.tables import render
 from layoutfuzz.reports.terminal import show
 

@@ -40,9 +40,10 @@ from layoutfuzz.harness.cli.options import (
 )
 from layoutfuzz.harness.cli.triage import campaign_root_causes, diff_summary, diff_view, write_buckets_file
 from layoutfuzz.reports.buckets import diff_buckets
+from layoutfuzz.reports.files import write_atomically
 from layoutfuzz.reports.junit import junit_xml
 from layoutfuzz.reports.ledger import DEFAULT_LEDGER
-from layoutfuzz.reports.store import write_atomically
+from layoutfuzz.reports.signatures import SANITIZER_TOOLS
 from layoutfuzz.reports.tables import for_terminal, pass_rate_table, render
 from layoutfuzz.reports.terminal import history_view, indented, root_causes, show
 
@@ -237,7 +238,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     add_targets(run, help=f"comma-separated target names (default: {DEFAULT_TARGETS}); see `layoutfuzz targets`")
     run.add_argument("--target", action="append", type=target_argument, metavar="MODULE:ATTR",
                      help="a third-party target (repeatable)")
-    run.add_argument("--sanitize", nargs="?", const="memcheck", choices=registry.SANITIZER_TOOLS, metavar="TOOL",
+    run.add_argument("--sanitize", nargs="?", const="memcheck", choices=SANITIZER_TOOLS, metavar="TOOL",
                      help="run each target's system under test under compute-sanitizer (default tool memcheck; also "
                      "racecheck, initcheck, synccheck): an out-of-bounds access is a crash of the case that made it, "
                      "found by splitting batches; slow (a child process a batch; the per-case limit defaults to 10 "

@@ -39,13 +39,14 @@ from layoutfuzz.harness.cli.options import (
 )
 from layoutfuzz.harness.nightly import REPRODUCERS, NightSettings, root_cause_table, run_night
 from layoutfuzz.harness.runner import Shard
-from layoutfuzz.harness.target import PARTIES
 from layoutfuzz.reports import ledger as ledger_file
 from layoutfuzz.reports import schema
 from layoutfuzz.reports.attribution import attribute
 from layoutfuzz.reports.buckets import DIFF_STATUSES, bucket_table, diff_buckets
+from layoutfuzz.reports.files import write_atomically
 from layoutfuzz.reports.junit import junit_xml
-from layoutfuzz.reports.store import DB_NAME, write_atomically
+from layoutfuzz.reports.outcome import PARTIES
+from layoutfuzz.reports.store import DB_NAME
 from layoutfuzz.reports.tables import for_terminal, render
 from layoutfuzz.reports.terminal import night_report, root_causes, show
 from layoutfuzz.reports.triage import Triage, TriageError, night_replays

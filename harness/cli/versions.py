@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from layoutfuzz.gpu.prebuilt import folder_version
 from layoutfuzz.harness import environments, trust
 from layoutfuzz.harness.bisect import bisect, kernels_refusal, replay
 from layoutfuzz.harness.campaign import UsageError, load_target
@@ -48,9 +47,10 @@ from layoutfuzz.harness.matrix import (
     write_matrix,
 )
 from layoutfuzz.harness.target import Target
+from layoutfuzz.harness.triton_compat import folder_version
 from layoutfuzz.reports import ledger as ledger_file
 from layoutfuzz.reports import schema
-from layoutfuzz.reports.store import write_atomically
+from layoutfuzz.reports.files import write_atomically
 from layoutfuzz.reports.terminal import pass_rate_view, show
 
 DEFAULT_MATRIX_OUT = "layoutfuzz-matrix"
@@ -249,10 +249,9 @@ def _identity(problem: ledger_file.KnownProblem) -> dict[str, str]:
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
+    from layoutfuzz.gpu.precompile import Job, compile_all
     from layoutfuzz.harness.campaign import target_specs
-    from layoutfuzz.harness.precompile import Job, compile_all
-    from layoutfuzz.harness.runner import make_case
-    from layoutfuzz.harness.target import MALFORMED
+    from layoutfuzz.harness.target import MALFORMED, make_case
 
     if args.triton:  # each release compiles in its own environment, into OUT/triton-VERSION
         try:

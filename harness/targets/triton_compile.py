@@ -23,10 +23,10 @@ from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.validity import check_legacy, check_shape, legacy_from_params, legacy_kind, power_of_two
 from layoutfuzz.harness.capture import stderr_text
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.signatures import compile_error
 from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget, num_warps, to_gluon
 from layoutfuzz.oracles import triton_layouts as tl
 from layoutfuzz.oracles.algorithms import conversion_plan
+from layoutfuzz.reports.signatures import compile_error
 
 DTYPES = {8: "i8", 16: "fp16", 32: "fp32"}
 PTX_COUNTS = {

@@ -23,11 +23,11 @@ from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Space
 from layoutfuzz.generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
 from layoutfuzz.harness.compare import Comparison, compare_values
-from layoutfuzz.harness.signatures import normalise
 from layoutfuzz.harness.triton_compat.builder import builder
 from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget, to_gluon
 from layoutfuzz.harness.triton_compat.layouts import bases, in_triton_convention, shared_layout
 from layoutfuzz.oracles import triton_layouts as tl
+from layoutfuzz.reports.signatures import normalise
 
 
 def layout_dict(layout) -> dict[str, list[list[int]]]:

@@ -25,11 +25,11 @@ from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.validity import check_legacy, check_nvmma_tensor, legacy_from_params, legacy_kind
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.signatures import normalise
 from layoutfuzz.harness.target import Unsupported
 from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget, to_gluon
 from layoutfuzz.harness.triton_compat.layouts import shared_layout
 from layoutfuzz.oracles import triton_layouts as tl
+from layoutfuzz.reports.signatures import normalise
 
 DTYPES = {8: "int8", 16: "float16", 32: "float32"}
 _SHARED_LINEAR = re.compile(r"#ttg\.shared_linear<\{offset = (\[[\[\]\d, ]*\])")
