@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layoutfuzz.harness.environments import TritonEnvironment
+from layoutfuzz.reports import schema
 
 REFUSED = "refused"  # the outcome of a replay that gave no verdict (``reproduce`` refused or failed to start)
 
@@ -108,9 +109,8 @@ def kernels_refusal(case_file: Path) -> str:
     every release's label."""
     from layoutfuzz.harness import trust
     from layoutfuzz.harness.campaign import load_target
-    from layoutfuzz.harness.cli.cases import read_case_file
 
-    case, report = read_case_file(case_file)
+    case, report = schema.read_case_file(case_file)
     try:
         target = load_target(trust.trusted_spec((report or {}).get("target_spec") or case.target, str(case_file), case.target))
     except trust.UntrustedTarget as exc:

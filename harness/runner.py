@@ -24,13 +24,8 @@ from layoutfuzz.harness import registry
 from layoutfuzz.harness.batching import BATCH_SECONDS, Batch, BatchSize, Progress, StoredPasses, cases_of
 from layoutfuzz.harness.pool import Died, Finished, WorkerPool
 from layoutfuzz.harness.scratch import memory_root
-from layoutfuzz.harness.target import Target, make_case  # noqa: F401  re-exported: make_case moved (tests/test_cute_*.py)
-from layoutfuzz.harness.worker import (  # noqa: F401  re-exported: evaluate moved (tests/test_cute_properties.py)
-    DETAIL_LIMIT,
-    _init_worker,
-    evaluate,
-    run_batch,
-)
+from layoutfuzz.harness.target import Target
+from layoutfuzz.harness.worker import DETAIL_LIMIT, _init_worker, run_batch
 from layoutfuzz.reports.bounded import clipped
 from layoutfuzz.reports.outcome import Outcome, Result, result_of
 from layoutfuzz.reports.signatures import native_fatal_lines

@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from layoutfuzz.generators.case import Case
 from layoutfuzz.reports.outcome import OUTCOMES
 
 REPORT_VERSION = 1  # the report schema this layoutfuzz writes and reads ("schema" in every report)
@@ -205,3 +206,10 @@ def report_path(directory: Path, stored: str) -> Path:
         raise SchemaError(f"{directory} is not a valid layoutfuzz campaign: a report path {stored[:100]!r} "
                           "is outside its reports folder")
     return Path(directory) / "reports" / parts[1]
+
+
+def read_case_file(path: Path) -> tuple[Case, dict[str, Any] | None]:
+    """The case a report or case file holds, and the report if it is one, each checked against its schema before any
+    field is used (a malformed file: SchemaError)."""
+    data, is_report = load_document(path)
+    return Case.from_dict(data["case"] if is_report else data), (data if is_report else None)

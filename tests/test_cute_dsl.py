@@ -1,12 +1,12 @@
 """The cute.layouts target: CUTLASS's Python DSL (cutlass.cute) layout algebra against its defining properties,
-drawing the same cases as pycute.layouts (issue 18)."""
+drawing the same cases as pycute.layouts."""
 
 from __future__ import annotations
 
 import pytest
 
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 from tests.test_cli import layoutfuzz
 
 

@@ -70,7 +70,8 @@ def test_pycute_campaign_judges_every_operation(tmp_path):
 def test_a_planted_pycute_fault_is_a_divergence_in_its_bucket(tmp_path, monkeypatch):
     pycute = pytest.importorskip("pycute", reason="pycute ships in the nvidia-cutlass wheel (the [cute] extra)")
     from layoutfuzz.harness import registry
-    from layoutfuzz.harness.runner import evaluate, make_case
+    from layoutfuzz.harness.target import make_case
+    from layoutfuzz.harness.worker import evaluate
 
     real = pycute.coalesce
     monkeypatch.setattr(pycute, "coalesce", lambda layout: pycute.Layout(real(layout).shape, 1))  # strides lost

@@ -82,7 +82,7 @@ CASES_DIGEST = """
 import hashlib, sys
 sys.path.insert(0, {root!r})
 from layoutfuzz.harness import registry
-from layoutfuzz.harness.runner import make_case
+from layoutfuzz.harness.target import make_case
 t = registry.load({target!r})
 print(hashlib.sha256("\\n".join(make_case(t, 7, i).to_json() for i in range(300)).encode()).hexdigest())
 """

@@ -403,7 +403,9 @@ def test_bisect_finds_a_buckets_reproducer_in_the_ledger(tmp_path):
     with pytest.raises(UsageError, match="neither a case or report file nor a bucket"):
         find_reproducer("000000000000", **where)
     (tmp_path / "broken.json").write_text("{not json")
-    with pytest.raises(UsageError, match="is not a layoutfuzz report or case"):
+    from layoutfuzz.reports.schema import SchemaError
+
+    with pytest.raises(SchemaError, match="is not a layoutfuzz report or case"):
         find_reproducer(str(tmp_path / "broken.json"), **where)
 
 

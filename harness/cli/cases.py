@@ -53,16 +53,6 @@ class NamedCase:
     store_dir: Path | None  # the campaign it was found in, if any
 
 
-def read_case_file(path: Path) -> tuple[Case, dict[str, Any] | None]:
-    """The case a report or case file holds, and the report if it is one, each checked against its schema
-    before any field is used (a malformed file is a usage error)."""
-    try:
-        data, is_report = schema.load_document(path)
-    except schema.SchemaError as exc:
-        raise UsageError(str(exc)) from None
-    return Case.from_dict(data["case"] if is_report else data), (data if is_report else None)
-
-
 def _trusted(recorded: str, where: str, name: str, args: argparse.Namespace) -> str:
     """The spec to load for a target a file or store names: ``--target`` when given (the user's choice), else an
     installed target's; any other spec in data is refused, not imported."""
@@ -77,7 +67,7 @@ def _trusted(recorded: str, where: str, name: str, args: argparse.Namespace) -> 
 def _from_argument(args: argparse.Namespace) -> tuple[Case, str, dict[str, Any] | None, Path | None, Path | None, Path | None]:
     path = Path(args.case)
     if path.is_file():
-        case, report = read_case_file(path)
+        case, report = schema.read_case_file(path)
         recorded = (report or {}).get("target_spec") or case.target
         spec = _trusted(recorded, f"{path}", case.target, args)
         return case, spec, report, (path if report else None), (None if report else path), None

@@ -18,7 +18,6 @@ import pandas as pd
 from layoutfuzz.harness import environments, trust
 from layoutfuzz.harness.bisect import bisect, kernels_refusal, replay
 from layoutfuzz.harness.campaign import UsageError, load_target
-from layoutfuzz.harness.cli.cases import read_case_file
 from layoutfuzz.harness.cli.options import (
     add_budget,
     add_commands,
@@ -143,7 +142,7 @@ def find_reproducer(case: str, known: str | Path, root: str | Path, out: str | P
     reproducer is in the ledger ``known``, the nightly ``root`` or the campaign ``out`` (its reduced case, if any)."""
     path = Path(case)
     if path.is_file():
-        _, report = read_case_file(path)
+        _, report = schema.read_case_file(path)
         if report is not None:  # a report: replay its reduced case where it has one
             reduced_file = path.with_name(report["reduced_case_file"]) if report.get("reduced_case_file") else None
             if reduced_file is not None and reduced_file.is_file():
@@ -270,7 +269,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 
     jobs = []
     for path in args.case or []:
-        case, report = read_case_file(Path(path))
+        case, report = schema.read_case_file(Path(path))
         try:
             spec = trust.trusted_spec((report or {}).get("target_spec") or case.target, path, case.target)
         except trust.UntrustedTarget as exc:
