@@ -18,7 +18,7 @@ the text does not state written out as *observed*, each with its evidence:
   CTA-relative offset as dstMem in the shared memory of each destination CTA", the CTAs whose bit of ``ctaMask`` is set
   (bit r: ``%cluster_ctarank`` r); the other CTAs of the cluster receive nothing, whichever CTA issues the copy.
 - *observed, stores*: a store whose box starts at a negative coordinate traps the device (``CUDA_ERROR_ILLEGAL_INSTRUCTION``,
-  ``tests/test_gpu_tma.py``); it is not modelled (a trap ends the CUDA context) and not drawn.
+  ``tests/gpu/test_tma.py``); it is not modelled (a trap ends the CUDA context) and not drawn.
 
 *Observed, interleaved tensor maps* (CU_TENSOR_MAP_INTERLEAVE_16B/32B; PTX 5.5.6 names the NC/8HWC8 and NC/16HWC16
 layouts and nothing of how a box traverses them; H100, driver 580.159.04, 534 windows and 40 stores, every one

@@ -62,7 +62,7 @@ def test_finding_triton_cannot_load_a_swizzled_box_of_fewer_than_8_rows():
     # refuse an NVMMA layout below its swizzle tile ("Illegal shared layout") when lowering to LLVM (compiled here)
     pytest.importorskip("triton.experimental.gluon")
     from layoutfuzz.generators.case import Case
-    from tests.test_gpu_triton import _python
+    from tests.gpu.test_triton import _python
 
     case = Case("triton.tma_boxes", 0, 0, {"element_bytes": 2, "swizzle": 128, "rows": 2, "columns": 64, "row_offset": 0,
                                            "data_seed": 1})
@@ -72,7 +72,7 @@ def test_finding_triton_cannot_load_a_swizzled_box_of_fewer_than_8_rows():
         return _python(
             "from layoutfuzz.gpu.gluon_probes import tma_probe\n"
             "from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90\n"
-            "from tests.test_gpu_triton import _tma_signature\n"
+            "from tests.gpu.test_triton import _tma_signature\n"
             f"p = {{'elem_bits': 16, 'swizzle': 128, 'block': [{rows}, 64], 'coord': [0, 0], 'num_warps': 4}}\n"
             "compile_for_sm90(tma_probe, *_tma_signature(p), 4)\n")
 

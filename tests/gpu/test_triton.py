@@ -219,7 +219,7 @@ def test_triton_encodes_the_tensor_maps_the_oracle_predicts():
 def _python(script: str) -> subprocess.CompletedProcess:
     """Runs ``script`` in a fresh interpreter at the repository root (what aborts or traps ends there)."""
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          cwd=Path(__file__).resolve().parent.parent)
+                          cwd=Path(__file__).resolve().parents[2])
 
 
 def test_finding_triton_aborts_on_a_tma_block_narrower_than_the_swizzle():
@@ -229,7 +229,7 @@ def test_finding_triton_aborts_on_a_tma_block_narrower_than_the_swizzle():
     from layoutfuzz.harness.triton_compat import parse_version
 
     script = (
-        "from tests.test_gpu_triton import _tma_signature\n"
+        "from tests.gpu.test_triton import _tma_signature\n"
         "from layoutfuzz.gpu.gluon_probes import tma_probe\n"
         "from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90\n"
         "p = {'elem_bits': 8, 'swizzle': 64, 'block': [8, 32], 'coord': [0, 0], 'num_warps': 4}\n"
@@ -346,7 +346,7 @@ def test_wgmma_products_on_the_gpu_are_exact():
 
 # ---- the reduced divergences of the H100 campaign (docs/results/triton-gpu-targets-h100.md) ----
 
-CASES = Path(__file__).resolve().parent.parent / "docs" / "results" / "cases"
+CASES = Path(__file__).resolve().parents[2] / "docs" / "results" / "cases"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CASES.glob("*.json")))

@@ -126,7 +126,7 @@ def test_raw_copy_from_a_misaligned_inner_coordinate_traps():
         "TmaRunner().run([TiledBox((16, 4), 4, (1, 1), SwizzleMode.NONE, 0)], 4096, coord=-1)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          cwd=Path(__file__).resolve().parent.parent)
+                          cwd=Path(__file__).resolve().parents[2])
     assert done.returncode != 0 and "ILLEGAL_INSTRUCTION" in done.stderr
 
 
@@ -168,7 +168,7 @@ def test_raw_store_at_a_negative_coordinate_traps():
         "print('no trap')\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          cwd=Path(__file__).resolve().parent.parent)
+                          cwd=Path(__file__).resolve().parents[2])
     assert done.returncode != 0 and "ILLEGAL_INSTRUCTION" in done.stderr, done.stdout + done.stderr[-2000:]
 
 
