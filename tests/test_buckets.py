@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pandas as pd
+import pytest
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.reports.buckets import bucket_table, diff_buckets
@@ -41,6 +42,7 @@ def test_diff_says_new_persisting_and_fixed(tmp_path):
     assert list(diff_buckets(new, new)["status"].unique()) == ["persisting"]
 
 
+@pytest.mark.slow
 def test_cli_diff_and_baseline_exit_1_only_on_new_buckets(tmp_path):
     base = layoutfuzz("run", "--target", CRASHY, "--cases", "3", "--jobs", "2", "-q", "--out", "base", cwd=tmp_path)
     assert base.returncode == 0, base.stderr  # pass, abort, segfault

@@ -43,6 +43,7 @@ def ledgered_run(tmp_path: Path, targets: str, cases: int) -> tuple[subprocess.C
     return done, rows, [line for line in causes if not line.startswith("| known")]
 
 
+@pytest.mark.slow
 def test_run_then_reproduce_every_report(tmp_path):
     run = layoutfuzz("run", "--target", CRASHY, "--cases", "12", "--timeout", "2", "--jobs", "2", "-q",
                      "--out", "out", cwd=tmp_path)
@@ -134,6 +135,7 @@ def test_existing_campaign_is_not_overwritten_silently(tmp_path):
     assert rows == (3,)
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_loses_nothing_and_repeats_nothing(tmp_path):
     env = dict(os.environ, PYTHONPATH=PYTHONPATH)
     args = [sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",
@@ -227,6 +229,7 @@ def test_a_huge_case_count_starts_at_once(tmp_path):
     assert time.monotonic() - start < 60
 
 
+@pytest.mark.slow
 def test_a_second_writer_of_a_campaign_is_refused_in_one_line(tmp_path):
     # two --resume runs duplicated work; a second --force deleted a running campaign's database
     first = subprocess.Popen([sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--target", "tests.crashy_target:SlowTarget",

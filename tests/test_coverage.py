@@ -90,6 +90,7 @@ def test_coverage_command_prints_each_declared_target_and_refuses_undeclared_one
                                   "triton.shared_memory", "triton.tma", "triton.wgmma", "triton.convert_layout",
                                   "triton.convert_layout_shuffle", "cute.layouts", "cute.smem_atoms", "mosaic.layouts",
                                   "mosaic.gpu", "tma.copy", "tma.encode"])
+@pytest.mark.slow
 def test_the_widened_generators_draw_every_wanted_value_and_nine_tenths_of_the_pairs(name):
     # the bar for a night: every wanted value of every parameter, at least 90 % of the legal pairs; the
     # widened samplers reach 16 and 32 warps, 16 elements a thread, swizzle parameters up to 16, 1-D tensors to 2^14

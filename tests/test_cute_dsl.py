@@ -46,6 +46,7 @@ def test_the_dsl_answers_a_worked_composition():
     assert offsets == [0, 12, 1, 13, 2, 14]
 
 
+@pytest.mark.slow
 def test_a_campaign_of_the_dsl_meets_only_known_root_causes(tmp_path):
     pytest.importorskip("cutlass.cute", reason="needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]'")
     from tests.test_cli import ledgered_run

@@ -10,6 +10,8 @@ tensor cores read. The oracles must reproduce every record. Planted oracle error
 
 from __future__ import annotations
 
+import pytest
+
 from layoutfuzz.harness.selftest import tma_records, wgmma_records
 from layoutfuzz.harness.truth import HW_TMA as RECORD
 from layoutfuzz.harness.truth import HW_WGMMA as WGMMA  # f16
@@ -42,6 +44,7 @@ def test_wgmma_record_covers_the_folklore():
     assert {c["params"]["dtype"] for c in WGMMA_TYPES["cases"]} == {"f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"}
 
 
+@pytest.mark.slow
 def test_oracle_reproduces_every_recorded_wgmma_read():
     assert wgmma_records() == 0
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from layoutfuzz.generators import tma as tma_gen
 from layoutfuzz.generators import wgmma as wgmma_gen
 from layoutfuzz.generators.source import RandomSource
@@ -11,6 +13,7 @@ from layoutfuzz.oracles.tma import SwizzleMode as TmaMode
 from layoutfuzz.oracles.wgmma import Major, SwizzleMode, from_descriptor
 
 
+@pytest.mark.slow
 def test_wgmma_layouts_are_injective_and_reach_every_corner():
     seen = Counter()
     for i in range(600):

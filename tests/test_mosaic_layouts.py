@@ -120,6 +120,7 @@ def test_mosaic_holds_the_wgmma_fragments_and_its_named_layouts():
         assert verdict.ok, (name, verdict)
 
 
+@pytest.mark.slow
 def test_a_campaign_passes_every_named_layout_and_knows_the_rest(tmp_path):
     pytest.importorskip("jax.experimental.mosaic.gpu", reason="needs JAX's Mosaic GPU: pip install 'layoutfuzz[mosaic]'")
     from tests.test_cli import ledgered_run

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from layoutfuzz.harness.reduce import candidates
 from tests.test_cli import CRASHY, layoutfuzz
 
@@ -17,6 +19,7 @@ def test_candidates_drop_list_elements_and_move_integers_towards_zero_in_a_fixed
     assert got == list(candidates(params)) and params == {"a": [3, [1, 2]], "flag": True, "n": -5}
 
 
+@pytest.mark.slow
 def test_reduce_keeps_the_failure_and_records_it_in_the_report(tmp_path):
     run = layoutfuzz("run", "--target", CRASHY, "--cases", "5", "--timeout", "2", "--jobs", "2", "-q", "--out", "out",
                      cwd=tmp_path)
@@ -35,6 +38,7 @@ def test_reduce_keeps_the_failure_and_records_it_in_the_report(tmp_path):
     assert passing.returncode == 1 and "nothing to reduce" in passing.stdout
 
 
+@pytest.mark.slow
 def test_run_reduce_reduces_each_buckets_representative(tmp_path):
     run = layoutfuzz("run", "--target", CRASHY, "--cases", "5", "--timeout", "2", "--jobs", "2", "-q", "--out", "out",
                      "--reduce", cwd=tmp_path)

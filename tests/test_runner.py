@@ -6,6 +6,8 @@ import importlib.machinery
 import re
 from pathlib import Path
 
+import pytest
+
 from layoutfuzz.harness.runner import Shard, run_cases, share
 from layoutfuzz.harness.target import Outcome
 from tests.crashy_target import BEHAVIOURS, CrashyTarget
@@ -78,6 +80,7 @@ def test_huge_values_and_output_spam_are_bounded_in_every_stored_field(tmp_path)
     assert len(reports) == 4 and max(p.stat().st_size for p in reports) < 100_000
 
 
+@pytest.mark.slow
 def test_no_process_the_system_under_test_started_outlives_the_campaign(tmp_path):
     # regression: grandchildren of a worker (a hung child of the target) were never killed
     import subprocess
@@ -102,6 +105,7 @@ def test_a_target_whose_cases_cannot_be_reproduced_is_named(tmp_path):
     assert steady.returncode == 0 and "not deterministic" not in steady.stderr
 
 
+@pytest.mark.slow
 def test_a_case_past_the_memory_limit_is_a_crash_with_the_reason(tmp_path):
     # regression: the harness had no per-worker memory limit of its own
     import sqlite3
@@ -138,6 +142,7 @@ def _rows(store: Path) -> list[tuple]:
     ).fetchall()
 
 
+@pytest.mark.slow
 def test_batches_give_the_same_outcome_rows_as_one_case_per_call(tmp_path):
     # same seed, batch mode vs per-case mode, every row; crashes and hangs of a batch are bisected
     # down to the cases causing them (a batched target's launch aborts or hangs on any batch holding one)
@@ -189,6 +194,7 @@ def test_only_layoutfuzz_s_command_line_counts_as_the_command_line():
     assert not is_the_cli(users) and not is_the_cli(types.ModuleType("__main__")) and not is_the_cli(None)
 
 
+@pytest.mark.slow
 def test_a_time_budget_is_shared_by_time_not_by_turn(tmp_path):
     # regression: round-robin by case count gave a fast target a quarter of what a slow one got
     import sqlite3

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
+
 from layoutfuzz.harness import cli, selftest
 
 
@@ -37,6 +39,7 @@ def test_a_planted_fault_lands_in_one_root_cause_and_reduces():
     assert spread.reduced_chars is not None and spread.reduced_chars <= spread.original_chars
 
 
+@pytest.mark.slow
 def test_a_fault_spread_over_more_than_two_buckets_fails_the_selftest(monkeypatch, capsys):
     monkeypatch.setattr(selftest, "MUTANTS", selftest.MUTANTS[:1])
     monkeypatch.setattr(selftest, "spread", lambda m: selftest.Spread(m, 9, ("a", "b", "c"), 10, 5))

@@ -179,6 +179,7 @@ def test_the_dsl_tiles_every_kind_as_the_hardware_lays_it_out():
     assert k128 == K128
 
 
+@pytest.mark.slow
 def test_a_campaign_passes_every_divided_tile_and_knows_the_padding(tmp_path):
     pytest.importorskip("cutlass.cute", reason="needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]'")
     from tests.test_cli import ledgered_run

@@ -154,6 +154,7 @@ def _night(home: Path, date: str) -> tuple[int, str]:
                "--jobs", "2", "-q", "--reduce-tries", "5", "--known", "layoutfuzz-known.toml")
 
 
+@pytest.mark.slow
 def test_a_night_says_what_is_new_first_and_a_quiet_night_is_short(campaign):
     home, _ = campaign
     code, first = _night(home, "2026-05-01")

@@ -34,6 +34,7 @@ def edge_boxes() -> list[TiledBox]:
 BOXES = [device_box(source_for("tma.swizzle", 7, i)) for i in range(800)] + edge_boxes()
 
 
+@pytest.mark.slow
 def test_every_window_equals_the_one_box_oracle():
     # one implementation per box against one over arrays, on the generator's whole range and its edges
     words = source_words(BOXES)

@@ -72,6 +72,7 @@ def test_a_flipped_transpose_is_caught(monkeypatch):
     assert result["outcome"] == "diverge"
 
 
+@pytest.mark.slow
 def test_both_systems_side_by_side(tmp_path):
     pytest.importorskip("triton.experimental.gluon", reason="needs Triton with Gluon")
     pytest.importorskip("cutlass.cute", reason="needs the CuTe DSL (the [cutedsl] extra; CI installs it)")

@@ -227,6 +227,7 @@ def test_a_compiled_kernel_survives_its_file_and_its_key_ignores_the_version():
     assert kernel_key("t", params) != kernel_key("t", {**params, "elem_bits": 16}) != kernel_key("u", params)
 
 
+@pytest.mark.slow
 def test_kernels_compiles_each_case_once_per_release_and_files_rejections(tmp_path):
     pytest.importorskip("triton.experimental.gluon")
     import triton

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from layoutfuzz.generators.source import source_for
 from layoutfuzz.generators.wgmma import device_case
@@ -25,6 +26,7 @@ def table_layouts() -> list[CanonicalLayout]:
 LAYOUTS = [probe_layout(device_case(source_for("wgmma.descriptor", 5, i))) for i in range(600)] + table_layouts()
 
 
+@pytest.mark.slow
 def test_every_layout_equals_the_one_layout_oracle():
     # one implementation per layout against one over arrays, on the generator's range and the table's corners
     got = canonical_addresses(LAYOUTS)
@@ -40,6 +42,7 @@ def test_an_operand_reads_each_element_from_its_own_address():
         assert not np.any(addresses % (layout.elem_bits // 8))
 
 
+@pytest.mark.slow
 def test_highest_address_is_the_largest_address_the_one_layout_oracle_reads():
     # the generator and validate keep a case inside the probe's window by it: it must be the exact maximum
     assert [highest_address(layout) for layout in LAYOUTS] == [max(max(row) for row in layout.addresses()) for layout in LAYOUTS]

@@ -50,6 +50,7 @@ def test_an_answer_is_read_as_offset_bases_and_must_be_linear():
 
 @pytest.mark.parametrize("name, module", [("triton.xor_swizzles", "triton.experimental.gluon"),
                                           ("pycute.xor_swizzles", "pycute"), ("cute.xor_swizzles", "cutlass.cute")])
+@pytest.mark.slow
 def test_each_system_lays_out_swizzled_tiles_as_the_definition(name, module):
     pytest.importorskip(module, reason=f"needs {module} (CI installs it)")
     target = registry.load(name)
@@ -63,6 +64,7 @@ def test_each_system_lays_out_swizzled_tiles_as_the_definition(name, module):
     assert not target.compare(wrong, expected, target.observed(wrong)).ok
 
 
+@pytest.mark.slow
 def test_three_systems_side_by_side(tmp_path):
     for module in ("triton.experimental.gluon", "pycute", "cutlass.cute"):
         pytest.importorskip(module, reason=f"needs {module} (CI installs it)")

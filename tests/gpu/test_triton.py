@@ -146,6 +146,7 @@ def _tma_signature(p):
     return {"in_desc": desc, "out_desc": desc, "raw": "*" + ty, "fill": "*" + ty}, constexprs
 
 
+@pytest.mark.slow
 def test_tma_box_placement_agrees_with_the_nvmma_shared_oracle():
     # two oracles: 5.5.7's boxes (oracles/tma.py) and Triton's NVMMA shared layout (oracles/triton_layouts.py)
     from layoutfuzz.oracles import triton_layouts as tl

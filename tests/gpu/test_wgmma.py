@@ -12,6 +12,7 @@ from layoutfuzz.gpu.wgmma_probe import IDENTITY, decode, digit_plan, probe_descr
 from layoutfuzz.oracles.wgmma import DTYPES, WGMMA_N, Major, SwizzleMode, probe_layout
 
 
+@pytest.mark.slow
 def test_probe_cases_are_injective_fit_the_window_and_carry_the_folklore():
     seen = set()
     for i in range(400):
@@ -165,6 +166,7 @@ class SimulatedProbe:
         return [a.tolist() for a in self.run_arrays(cases)]
 
 
+@pytest.mark.slow
 def test_batch_methods_give_each_case_the_outcome_of_its_own_call(monkeypatch):
     # one oracle call, one probe run and one comparison over 120 operands of every type against each case alone
     from layoutfuzz.gpu.targets import wgmma_descriptor as targets
