@@ -37,7 +37,7 @@ def test_a_wrong_result_is_a_divergence_named_by_the_property_it_breaks():
 def test_the_dsl_answers_a_worked_composition():
     pytest.importorskip("cutlass.cute", reason="needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]'")
     from layoutfuzz.harness.targets.cute_algebra import Call
-    from layoutfuzz.harness.targets.cute_dsl_layouts import evaluate_many
+    from layoutfuzz.harness.targets.cute_layouts import evaluate_many
 
     # (4,(2,3)):(6,(1,2)) o 6:2 takes A at 0, 2, 4, ..., 10: offsets 0, 12, 1, 13, 2, 14 = (2,3):(12,1) (by hand)
     result = evaluate_many([Call("composition", ((4, (2, 3)), (6, (1, 2))), (6, 2))])[0]

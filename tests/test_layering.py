@@ -132,3 +132,22 @@ def test_the_checks_see_a_cycle_and_an_upward_import():
     assert cycles({"a": {"b"}, "b": set()}) == []
     assert top("layoutfuzz.harness.cli.run") == "cli" and top("layoutfuzz.harness.runner") == "harness"
     assert top("numpy") == ""
+
+
+def test_every_target_lives_in_a_module_named_after_it():
+    from layoutfuzz.harness import registry
+
+    homes = {name: spec.split(":")[0] for name, spec in registry.BUILTIN.items()}
+    misplaced = [f"{name}: {module}" for name, module in homes.items()
+                 if module.rsplit(".", 1)[1] != name.replace(".", "_")
+                 or module.rsplit(".", 1)[0] not in ("layoutfuzz.gpu.targets", "layoutfuzz.harness.targets")]
+    assert misplaced == []
+    assert not [n for n in modules() if top(n) == "gpu" and ".targets." not in n and _defines_a_target(n)]
+
+
+def _defines_a_target(name: str) -> bool:
+    """Whether a module defines a concrete target: a class with a ``name = "..."`` attribute."""
+    tree = ast.parse(modules()[name].read_text())
+    return any(isinstance(node, ast.ClassDef) and any(
+        isinstance(s, ast.Assign) and any(getattr(t, "id", "") == "name" for t in s.targets) for s in node.body)
+        for node in tree.body)

@@ -26,11 +26,9 @@ from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.gpu.targets.base import GpuTarget, hardware_attribution
-from layoutfuzz.gpu.targets.mosaic_gpu import MosaicGpu
 from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, _tma_runner, compare_windows
-from layoutfuzz.gpu.targets.triton_tma import TritonTma
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Attribution, Target, Unsupported
+from layoutfuzz.harness.target import Attribution, Target
 from layoutfuzz.oracles.tma import NVMMA_MODES, TiledBox
 
 CASE_MODEL = "tma_boxes"
@@ -113,54 +111,3 @@ class RawTmaBoxes(TmaBoxModel, GpuTarget):
 
     def attribute(self, outcome: str, signature: str) -> Attribution | None:
         return hardware_attribution(self, outcome)
-
-
-class TritonTmaBoxes(TmaBoxModel, TritonTma):
-    name = "triton.tma_boxes"
-    description = "the tma_boxes case model through Gluon's TMA load (triton.tma's probe): tensor maps and the block read back"
-    system = "Triton"
-
-    def triton_case(self, case: Case) -> Case:
-        """The case as ``triton.tma`` draws its own: the window as a block at (row_offset, 0) of a tensor two rows
-        longer, no row padding, 4 warps; ``Unsupported`` where Triton's API cannot take the box."""
-        p = case.params
-        e = p["element_bytes"]
-        mapped = {"elem_bits": 8 * e, "swizzle": p["swizzle"], "block": [p["rows"], p["columns"]],
-                  "global_shape": [p["row_offset"] + p["rows"] + 2, p["columns"]], "coord": [p["row_offset"], 0],
-                  "row_pad": 0, "num_warps": 4}
-        if p["rows"] & (p["rows"] - 1):
-            raise Unsupported("Triton's TMA blocks have power-of-two dims")
-        own = Case(TritonTma.name, case.seed, case.index, mapped)
-        try:
-            TritonTma.validate(self, own)
-        except ValueError as exc:
-            raise Unsupported(f"Triton's TMA takes no such block: {exc}") from None
-        return own
-
-    def expected(self, case: Case) -> Any:
-        return TritonTma.expected(self, self.triton_case(case))
-
-    def observed(self, case: Case) -> Any:
-        return TritonTma.observed(self, self.triton_case(case))
-
-    def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
-        return TritonTma.compare_results(self, self.triton_case(case), expected, observed)
-
-
-class MosaicTmaBoxes(TmaBoxModel, MosaicGpu):
-    name = "mosaic.tma_boxes"
-    description = "the tma_boxes case model through Mosaic GPU's async_copy: the shared-memory bytes vs PTX 5.5.7"
-    system = "Mosaic GPU"
-
-    @staticmethod
-    def mosaic_case(case: Case) -> Case:
-        return Case(MosaicGpu.name, case.seed, case.index, {"family": "tma", **case.params})
-
-    def expected(self, case: Case) -> Any:
-        return MosaicGpu.expected(self, self.mosaic_case(case))
-
-    def observed(self, case: Case) -> Any:
-        return MosaicGpu.observed(self, self.mosaic_case(case))
-
-    def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
-        return MosaicGpu.compare(self, self.mosaic_case(case), expected, observed)

@@ -26,7 +26,7 @@ from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Availability, Target, only_answer, package_versions
 from layoutfuzz.harness.targets.cute_algebra import _lists, _tuple
-from layoutfuzz.harness.targets.cute_dsl_layouts import PACKAGE, _static, dsl_availability
+from layoutfuzz.harness.targets.cute_layouts import PACKAGE, _static, dsl_availability
 from layoutfuzz.oracles import smem_atoms as atoms
 from layoutfuzz.oracles.cute import Layout, Swizzle
 from layoutfuzz.oracles.cute_properties import offsets_array

@@ -22,7 +22,7 @@ class CuteXorSwizzles(XorSwizzleTarget):
     max_batch = 512
 
     def availability(self) -> Availability:
-        from layoutfuzz.harness.targets.cute_dsl_layouts import dsl_availability
+        from layoutfuzz.harness.targets.cute_layouts import dsl_availability
 
         return dsl_availability("cutlass.cute")
 
@@ -33,7 +33,7 @@ class CuteXorSwizzles(XorSwizzleTarget):
         return only_answer(self.observed_batch([case]))
 
     def observed_batch(self, cases: Sequence[Case]) -> Sequence[Any]:
-        from layoutfuzz.harness.targets.cute_dsl_layouts import evaluate_many
+        from layoutfuzz.harness.targets.cute_layouts import evaluate_many
 
         answers = evaluate_many([_call(c.params) for c in cases])
         return [a if isinstance(a, BaseException) else offset_bases(c.params["rows"], c.params["cols"], a["offsets"]) for c, a in zip(cases, answers)]
