@@ -132,13 +132,14 @@ class CampaignSettings:
     def __post_init__(self) -> None:
         if isinstance(self.targets, str):
             raise TypeError("CampaignSettings.targets is a tuple of names, not a string")
-        if self.resume:
-            changed = [name for name in ("seed", "shard", "cases", "sanitize", "memory_limit")
+        if self.resume:  # named as the command line's options, which build these settings
+            changed = [f"--{name.replace('_', '-')}" for name in ("seed", "shard", "cases", "sanitize", "memory_limit")
                        if getattr(self, name) is not None]
-            changed += ["targets"] * any(":" not in t for t in self.targets) + ["force"] * self.force
+            changed += ["--targets"] * any(":" not in t for t in self.targets) + ["--force"] * self.force
             if changed:
-                raise UsageError(f"a resumed campaign runs with its stored settings: {', '.join(changed)} cannot "
-                                 "change it (start a new campaign with another out instead)")
+                raise UsageError(f"{', '.join(changed)} cannot change a resumed campaign (it runs with its stored "
+                                 f"settings): drop {'them' if len(changed) > 1 else 'it'}, or start a new campaign "
+                                 "with another --out")
 
     def named_targets(self) -> list[str]:
         """The targets named (default: every CPU target), each under ``sanitize``'s tool where one is given."""

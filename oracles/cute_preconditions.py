@@ -20,18 +20,14 @@ def leaves(layout: Layout) -> list[Mode]:
     return list(zip(flatten(layout.shape), flatten(layout.stride)))
 
 
-def coalesced(modes: list[Mode]) -> list[Mode]:
-    """The flat modes of the same function, size-1 modes dropped and each mode merged into the one before it where
-    its stride continues it (d1 == n0 * d0): CuTe's ``coalesce`` of a flat layout."""
-    out: list[Mode] = []
-    for shape, stride in modes:
-        if shape == 1:
-            continue
-        if out and stride == out[-1][0] * out[-1][1]:
-            out[-1] = (out[-1][0] * shape, out[-1][1])
-        else:
-            out.append((shape, stride))
-    return out or [(1, 0)]
+def from_modes(modes: list[Mode]) -> Layout:
+    """The flat layout of leaf modes ``(shape, stride)``."""
+    return Layout(tuple(n for n, _ in modes), tuple(d for _, d in modes))
+
+
+def coalesced_shapes(layout: Layout) -> list[int]:
+    """The shapes of coalesced ``layout``'s modes (CuTe checks divisibility against those)."""
+    return list(flatten(layout.coalesce().shape))
 
 
 def composition_mode(a_shapes: list[int], shape: int, stride: int) -> str | None:
@@ -57,7 +53,7 @@ def composition(a: Layout, b: Layout) -> str | None:
     implementations extend A in different ways), and every leaf mode of B composes with coalesced A."""
     if any(d < 0 for _, d in leaves(b)) or b.cosize() > a.size():
         return f"past A's domain: B reads cosize(B) = {b.cosize()} > size(A) = {a.size()} (or at a negative offset)"
-    shapes = [n for n, _ in coalesced(leaves(a))]
+    shapes = coalesced_shapes(a)
     for shape, stride in leaves(b):
         reason = composition_mode(shapes, shape, stride)
         if reason:
@@ -101,7 +97,7 @@ def logical_divide(a: Layout, b: Layout) -> str | None:
     extent, step = rest[-1]
     if extent * step != a.size():
         return f"tiler does not tile A: (B, complement(B)) spans {extent * step}, size(A) is {a.size()}"
-    shapes = [n for n, _ in coalesced(leaves(a))]
+    shapes = coalesced_shapes(a)
     for shape, stride in leaves(b) + rest:
         reason = composition_mode(shapes, shape, stride)
         if reason:
@@ -117,7 +113,7 @@ def logical_product(a: Layout, b: Layout) -> str | None:
     rest = complement_modes(a, a.size() * b.cosize())
     if isinstance(rest, str):
         return f"{rest} (A's complement)"
-    shapes = [n for n, _ in coalesced(rest)]
+    shapes = coalesced_shapes(from_modes(rest))
     for shape, stride in leaves(b):
         reason = composition_mode(shapes, shape, stride)
         if reason:

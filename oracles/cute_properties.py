@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from layoutfuzz.oracles.cute import Layout, flatten
-from layoutfuzz.oracles.cute_preconditions import complement_modes
+from layoutfuzz.oracles.cute_preconditions import complement_modes, from_modes, leaves
 from layoutfuzz.oracles.linear_layout import LayoutError
 
 Violations = list[tuple[str, str]]
@@ -42,12 +42,6 @@ def depth(t) -> int:
 
 def _first(failures: list[str], name: str, out: Violations) -> None:
     out.extend((name, example) for example in failures[:SHOWN])
-
-
-def extended(a: Layout, index: int) -> int | None:
-    """A at ``index``, the last mode of coalesced A extended without bound (pycute's and CuTe C++'s
-    ``composition_impl``: an index past size(A) goes on along that mode); None for a negative index."""
-    return _extend(a.coalesce(), index)
 
 
 def extensions(a: Layout, index: int) -> set[int | None]:
@@ -138,7 +132,7 @@ def logical_divide(a: Layout, b: Layout, r: Layout) -> Violations:
             out.append(("R not a reordering of A", "the multisets of offsets differ"))
         out.extend((f"mode 0: {name}", ex) for name, ex in composition(a, b, r.mode(0)))
         return out
-    tiler = _concatenated(b, rest)
+    tiler = from_modes(leaves(b) + rest)  # (B, B*): the same function of the index
     return [(f"{name} (A o (B, complement(B, size(A))))", ex) for name, ex in composition(a, tiler, r)]
 
 
@@ -156,18 +150,8 @@ def logical_product(a: Layout, b: Layout, r: Layout) -> Violations:
         if injective(a) and injective(b) and not injective(r):
             out.append(("R not injective", "two indices share an offset"))
         return out
-    out.extend((f"mode 1: {name} (complement(A) o B)", ex) for name, ex in composition(_flat(rest), b, _rest_modes(r)))
+    out.extend((f"mode 1: {name} (complement(A) o B)", ex) for name, ex in composition(from_modes(rest), b, _rest_modes(r)))
     return out
-
-
-def _flat(modes: list[tuple[int, int]]) -> Layout:
-    return Layout(tuple(n for n, _ in modes), tuple(d for _, d in modes))
-
-
-def _concatenated(b: Layout, rest: list[tuple[int, int]]) -> Layout:
-    """(B, B*): B's leaves then the complement's, as one flat layout (the same function of the index)."""
-    modes = list(zip(flatten(b.shape), flatten(b.stride))) + rest
-    return _flat(modes)
 
 
 def _rest_modes(r: Layout) -> Layout:

@@ -50,24 +50,9 @@ from layoutfuzz.reports.terminal import history_view, indented, root_causes, sho
 # ---- run --------------------------------------------------------------------------------
 
 
-CAMPAIGN_FLAGS = {"targets": "--targets", "seed": "--seed", "shard": "--shard", "cases": "--cases",
-                  "sanitize": "--sanitize", "memory_limit": "--memory-limit", "force": "--force"}
-
-
-def settings_beside_resume(args: argparse.Namespace) -> list[str]:
-    """The options given with ``--resume`` that would change the campaign it continues (a resumed campaign runs
-    with its stored settings; ``--target MODULE:ATTR``, ``--budget``, ``--jobs`` and ``--timeout`` may be given)."""
-    if not getattr(args, "resume", False):
-        return []
-    return [flag for key, flag in CAMPAIGN_FLAGS.items() if getattr(args, key, None) not in (None, False)]
-
-
 def campaign_settings(args: argparse.Namespace) -> CampaignSettings:
-    """``run``'s options as the campaign's settings (built once, here)."""
-    beside = settings_beside_resume(args)
-    if beside:
-        raise UsageError(f"{', '.join(beside)} cannot change a resumed campaign (it runs with its stored settings): "
-                         f"drop {'them' if len(beside) > 1 else 'it'}, or start a new campaign with another --out")
+    """``run``'s options as the campaign's settings (built once, here; a resumed campaign refuses the options that
+    would change it)."""
     named = target_names(args.targets)
     if args.targets is not None and not named:
         raise UsageError(f"--targets {args.targets!r} names no target: give comma-separated names "

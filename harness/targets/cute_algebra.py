@@ -168,7 +168,7 @@ class CuteAlgebraTarget(Target):
         a = layout(source, kind=kind, edge=edge, max_size=32 if product else 256)
         if op == "complement":
             return {"op": op, "a": a, "m": max(1, _layout(a).cosize()) * source.choice((1, 2, 3, 4))}
-        shapes = [n for n, _ in pre.coalesced(pre.leaves(_layout(a)))]
+        shapes = pre.coalesced_shapes(_layout(a))
         if op in INTEGER_TILER_OPS and source.integer(0, 3) == 0:  # an integer tiler: CuTe's n is the layout n:1
             b: Any = source.choice(SHAPES_ANY[1:8])
         elif product:
