@@ -1,0 +1,45 @@
+"""How many cases a campaign needs to meet each root cause: per bucket of a campaign's store, the first case index
+that met it and how often it was met, with the ledger entry's title where it is a known problem.
+
+    python benchmarks/cases_to_meet.py CAMPAIGN_DIR [--known layoutfuzz-known.toml]
+
+A root cause met later than one case in 5,000 needs its parameter region weighted up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+
+from layoutfuzz.reports import ledger
+
+
+def cases_to_meet(directory: Path, known: dict) -> pd.DataFrame:
+    with sqlite3.connect(directory / "layoutfuzz.sqlite") as db:
+        per_target = dict(db.execute("SELECT target, COUNT(*) FROM outcomes GROUP BY target"))
+        rows = db.execute("SELECT target, outcome, signature, bucket, MIN(idx), COUNT(*) FROM outcomes "
+                          "WHERE outcome NOT IN ('pass', 'unsupported') GROUP BY bucket").fetchall()
+    table = pd.DataFrame(rows, columns=["target", "outcome", "signature", "bucket", "first case", "cases"])
+    table["cases needed"] = table["first case"] + 1
+    table["met per 1,000"] = (1000 * table["cases"] / table["target"].map(per_target)).round(1)
+    table["known"] = table["bucket"].map(lambda b: "yes" if b in known else "no")
+    return table.sort_values(["target", "cases needed"])[
+        ["target", "outcome", "signature", "cases needed", "met per 1,000", "known"]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("--known", default="layoutfuzz-known.toml")
+    args = parser.parse_args()
+    table = cases_to_meet(args.directory, ledger.load(args.known))
+    print(table.to_markdown(index=False))
+    rare = table[table["met per 1,000"] < 0.2]
+    print(f"\n{len(table)} root causes; {len(rare)} met less than once in 5,000 cases")
+
+
+if __name__ == "__main__":
+    main()
