@@ -1,5 +1,6 @@
-"""How many cases a campaign needs to meet each root cause: per bucket of a campaign's store, the first case index
-that met it and how often it was met, with the ledger entry's title where it is a known problem.
+"""How many cases a campaign needs to meet each root cause: per root cause of a campaign's store (a ledger entry and
+its variants, else a bucket), the first case index that met it and how often it was met, with the ledger entry's
+title where it is a known problem.
 
     python benchmarks/cases_to_meet.py CAMPAIGN_DIR [--known layoutfuzz-known.toml]
 
@@ -26,8 +27,13 @@ def cases_to_meet(directory: Path, known: dict) -> pd.DataFrame:
     table["cases needed"] = table["first case"] + 1
     table["met per 1,000"] = (1000 * table["cases"] / table["target"].map(per_target)).round(1)
     table["known"] = table["bucket"].map(lambda b: "yes" if b in known else "no")
+    # a ledger entry with variants is one root cause: its buckets count together, from the first that was met
+    table["root cause"] = [(known[b].title if b in known else s)[:90] for b, s in zip(table["bucket"], table["signature"])]
+    table = table.groupby(["target", "outcome", "root cause", "known"], as_index=False).agg(
+        {"cases needed": "min", "met per 1,000": "sum", "signature": "count"}).rename(columns={"signature": "buckets"})
+    table["met per 1,000"] = table["met per 1,000"].round(1)
     return table.sort_values(["target", "cases needed"])[
-        ["target", "outcome", "signature", "cases needed", "met per 1,000", "known"]]
+        ["target", "outcome", "root cause", "buckets", "cases needed", "met per 1,000", "known"]]
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ ENTRY_POINT_GROUP = "layoutfuzz.targets"
 BUILTIN: dict[str, str] = {  # by folder (harness/targets, then gpu/targets); the module is the name, dots as underscores
     "triton.linear_layout": "layoutfuzz.harness.targets.triton_linear_layout:TritonLinearLayout",
     "triton.layouts": "layoutfuzz.harness.targets.triton_layouts:TritonLayouts",
+    "triton.gluon_layouts": "layoutfuzz.harness.targets.triton_gluon_layouts:TritonGluonLayouts",
     "triton.shared_layouts": "layoutfuzz.harness.targets.triton_shared_layouts:TritonSharedLayouts",
     "triton.bank_conflicts": "layoutfuzz.harness.targets.triton_bank_conflicts:TritonBankConflicts",
     "triton.compile": "layoutfuzz.harness.targets.triton_compile:TritonCompile",
@@ -28,6 +29,7 @@ BUILTIN: dict[str, str] = {  # by folder (harness/targets, then gpu/targets); th
     "pycute.xor_swizzles": "layoutfuzz.harness.targets.pycute_xor_swizzles:PycuteXorSwizzles",
     "cute.xor_swizzles": "layoutfuzz.harness.targets.cute_xor_swizzles:CuteXorSwizzles",
     "mosaic.layouts": "layoutfuzz.harness.targets.mosaic_layouts:MosaicLayouts",
+    "mosaic.layout_relations": "layoutfuzz.harness.targets.mosaic_layout_relations:MosaicLayoutRelations",
     "tma.swizzle": "layoutfuzz.gpu.targets.tma_swizzle:TmaSwizzle",
     "tma.encode": "layoutfuzz.gpu.targets.tma_encode:TmaEncode",
     "tma.copy": "layoutfuzz.gpu.targets.tma_copy:TmaCopy",

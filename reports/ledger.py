@@ -44,6 +44,13 @@ class KnownProblem:
     first_good: str = ""  # the first release where the reproducer passes again ('' if still bad)
     bisected: str = ""  # the releases replayed and what each gave: '3.6.0 bad, 3.8.0 good, 3.9.0 good'
     masked: str = ""  # releases where another failure comes first, so this one cannot show: '3.6.0'
+    variants: str = ""  # other signatures of the same root cause (same target and outcome), one per line
+
+    @property
+    def buckets(self) -> tuple[str, ...]:
+        """Every bucket this root cause shows as: its signature's, then its variants'."""
+        others = [s.strip() for s in self.variants.splitlines() if s.strip()]
+        return (self.bucket, *(bucket_of(self.target, self.outcome, s) for s in others))
 
     def present_in(self, version: str, order: Callable[[str], Any]) -> bool | None:
         """Whether the problem is present in Triton ``version`` by its recorded range (None: no range, or
@@ -80,7 +87,8 @@ def entry(raw: Mapping, where: str) -> KnownProblem:
 
 
 def load(path: str | Path) -> dict[str, KnownProblem]:
-    """Bucket key -> known problem; an absent file is an empty ledger."""
+    """Bucket key -> known problem (a root cause with variants under each of its buckets); an absent file is an
+    empty ledger."""
     path = Path(path)
     if not path.exists():
         return {}
@@ -92,7 +100,7 @@ def load(path: str | Path) -> dict[str, KnownProblem]:
     if not isinstance(entries, list) or set(data) - {"problem"}:
         raise LedgerError(f"{path}: expected only [[problem]] tables")
     problems = [entry(raw, f"{path} problem {i + 1}") for i, raw in enumerate(entries)]
-    return {p.bucket: p for p in problems}
+    return {bucket: p for p in problems for bucket in p.buckets}
 
 
 HEADER = ("# layoutfuzz known problems: root causes reported but never failing a nightly.\n"

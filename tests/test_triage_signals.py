@@ -158,3 +158,16 @@ def test_the_ledger_api_keeps_order_and_comments_and_appends_what_is_new(tmp_pat
 
 def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def test_a_root_cause_with_variants_is_one_entry_known_under_each_bucket(tmp_path):
+    path = tmp_path / "known.toml"
+    path.write_text('[[problem]]\ntarget = "t.x"\noutcome = "crash"\nsignature = "SIGABRT: one"\ntitle = "one root cause"\n'
+                    'variants = """\nSIGABRT: two\nSIGABRT: three"""\n')
+    known = ledger.load(path)
+    from layoutfuzz.reports.signatures import bucket_of
+    buckets = [bucket_of("t.x", "crash", s) for s in ("SIGABRT: one", "SIGABRT: two", "SIGABRT: three")]
+    assert set(known) == set(buckets) and len(set(known.values())) == 1
+    assert bucket_of("t.x", "crash", "SIGABRT: four") not in known
+    ledger.save(path, known.values())  # written back once, variants kept
+    assert path.read_text().count("[[problem]]") == 1 and set(ledger.load(path)) == set(buckets)

@@ -263,8 +263,9 @@ def cmd_known_list(args: argparse.Namespace) -> int:
         history = {r.bucket: r for r in triage.table().itertuples()}
         triage.close()
     rows = []
-    for bucket, p in known.items():
-        h = history.get(bucket)
+    for p in dict.fromkeys(known.values()):  # one row per root cause, its variants' nights included
+        bucket = p.bucket
+        h = next((history[b] for b in p.buckets if b in history), None)
         rows.append({"bucket": bucket, "title": p.title, "status": p.status, "attribution": p.attribution + (f" ({p.layer})" if p.layer else ""),
                      "target": p.target, "outcome": p.outcome, "signature": p.signature, "link": p.link,
                      "first seen": f"{h.first_night} ({h.first_version})" if h is not None else "",

@@ -34,7 +34,7 @@ def warm_up() -> None:
 
 
 @cache
-def builder(num_warps: int = 4) -> Any:
+def builder(num_warps: int = 4, num_ctas: int = 1) -> Any:
     """A GluonOpBuilder whose insertion point is the entry block of a function in a module carrying
     the attributes Gluon's runtime sets (target, warps, CTAs, threads per warp)."""
     from triton._C.libtriton import gluon_ir
@@ -42,7 +42,7 @@ def builder(num_warps: int = 4) -> Any:
     b = gluon_ir.GluonOpBuilder(context())
     module = b.create_module()
     module.set_attr("ttg.target", b.get_string_attr(TARGET))
-    for name, value in (("ttg.num-warps", num_warps), ("ttg.num-ctas", 1), ("ttg.threads-per-warp", 32)):
+    for name, value in (("ttg.num-warps", num_warps), ("ttg.num-ctas", num_ctas), ("ttg.threads-per-warp", 32)):
         module.set_attr(name, b.get_int32_attr(value))
     function = b.get_or_insert_function(module, "layoutfuzz_probe", b.get_function_ty([], []), "public", False)
     module.push_back(function)

@@ -65,3 +65,31 @@ def num_warps(layout: tl.Layout) -> int:
     if isinstance(layout, (tl.BlockedLayout, tl.NVMMADistributedLayout)):
         return prod(layout.warps_per_cta)
     raise TypeError(f"{layout!r} is not distributed")
+
+
+def from_spec(spec: dict[str, Any]) -> Any:
+    """The Gluon layout object a ``generators.gluon_layouts`` dict describes (its constructor may refuse)."""
+    from triton.experimental.gluon import language as ttgl
+    from triton.experimental.gluon.language import amd
+    from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout
+
+    args = {k: v for k, v in spec.items() if k != "kind"}
+    kind = spec["kind"]
+    if kind in ("slice", "dot_operand"):
+        args["parent"] = from_spec(spec["parent"])
+    if kind == "padded_shared":
+        return ttgl.PaddedSharedLayout.with_identity_for(args["interval_padding_pairs"], args["shape"], args["order"],
+                                                         args["cga_layout"])
+    classes = {"blocked": ttgl.BlockedLayout, "slice": ttgl.SliceLayout, "dot_operand": ttgl.DotOperandLayout,
+               "nvmma_distributed": ttgl.NVMMADistributedLayout, "distributed_linear": ttgl.DistributedLinearLayout,
+               "amd_mfma": amd.AMDMFMALayout, "amd_wmma": amd.AMDWMMALayout, "nvmma_shared": ttgl.NVMMASharedLayout,
+               "swizzled_shared": ttgl.SwizzledSharedLayout, "shared_linear": ttgl.SharedLinearLayout,
+               "tensor_memory": TensorMemoryLayout}
+    return classes[kind](**args)
+
+
+def num_ctas(spec: dict[str, Any]) -> int:
+    """CTAs a Gluon layout dict spans: two to the number of its (or its parent's) CGA or block bases."""
+    if spec["kind"] in ("slice", "dot_operand"):
+        return num_ctas(spec["parent"])
+    return 1 << len(spec.get("cga_layout", spec.get("block_bases", [])))
