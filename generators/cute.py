@@ -19,12 +19,12 @@ KINDS = ("any", "nested", "interleaved")  # any strides; injective with nested m
 
 
 def layout(source: Source, shapes: tuple[int, ...] = SHAPES_ANY, kind: str = "any", max_size: int = 256,
-           max_cosize: int | None = None, negative: bool = False, edge: bool = False) -> dict:
+           max_cosize: int | None = None, negative: bool = False, edge: bool = False, most: int = 4) -> dict:
     """A layout as {"shape", "stride"} of 1-4 leaves. ``kind`` "nested": the strides of a column-major layout of the
     leaves in a random order, each after a gap (none where the offsets would reach ``max_cosize``); "interleaved": an
     injective layout whose modes do not nest (falls back to nested where none is found); "any": any strides (some
-    negative with ``negative``). ``edge``: one leaf or four, sizes 1 or the largest allowed."""
-    count = source.choice((1, 4)) if edge else source.integer(1, 4)
+    negative with ``negative``). ``edge``: one leaf or ``most``, sizes 1 or the largest allowed."""
+    count = source.choice((1, most)) if edge else source.integer(1, most)
     sizes = _sizes(source, shapes, count, max_size, edge)
     if kind == "nested":
         strides = _nested(source, sizes, max_cosize)
@@ -130,3 +130,98 @@ def _group(leaves: list[int], structure: list[int]) -> Any:
             modes.append(leaves[i])
             i += 1
     return modes[0] if len(modes) == 1 else tuple(modes)
+
+
+def compact(source: Source, shapes: tuple[int, ...] = SHAPES_ANY, max_size: int = 64, edge: bool = False) -> dict:
+    """A compact layout (a bijection onto 0 .. size-1, CuTe's "compact"): column-major in a random order."""
+    count = source.choice((1, 3)) if edge else source.integer(1, 3)
+    sizes = _sizes(source, shapes, count, max_size, edge)
+    strides = _column_major(sizes, permutation(source, count), [1] * count)
+    structure = [source.integer(0, 2) for _ in range(count)]
+    return {"shape": _group(sizes, structure), "stride": _group(strides, structure)}
+
+
+def coordinate(source: Source, shape: Any) -> Any:
+    """A coordinate weakly congruent to ``shape``: each mode None (kept whole), an index into all of it, or (for a
+    nested mode) a coordinate of its own modes."""
+    pick = source.integer(0, 2 if isinstance(shape, (tuple, list)) else 1)
+    if pick == 0:
+        return None
+    if pick == 1:
+        return source.integer(0, _size(shape) - 1)
+    return [coordinate(source, s) for s in shape]
+
+
+def profile(source: Source, shape: Any) -> Any:
+    """A target profile for ``coalesce``: 0 (coalesce this mode whole) or, at a tuple, a profile of its first modes."""
+    if not isinstance(shape, (tuple, list)) or source.integer(0, 2) == 0:
+        return 0
+    return [profile(source, s) for s in shape[:source.integer(1, len(shape))]]
+
+
+def order(source: Source, shape: Any) -> Any:
+    """An order for ``make_ordered_layout``, weakly congruent to ``shape`` (an integer may cover a nested mode), its
+    values distinct (CuTe gives tied orders one starting stride: no longer compact)."""
+    values = iter(permutation(source, len(_leaves(shape))))
+    spread = source.choice((1, 3))  # any distinct integers, not only 0 .. n-1
+
+    def build(s: Any) -> Any:
+        if isinstance(s, (tuple, list)) and source.integer(0, 3):
+            return [build(x) for x in s]
+        value = min(next(values) for _ in _leaves(s))  # a covering integer takes one value, the rest go unused
+        return value * spread
+    return build(shape)
+
+
+def by_mode(source: Source, modes: list[tuple[Any, Any]], product: bool) -> list:
+    """A by-mode tiler for A's top-level ``modes`` ((shape, stride) each): for its first 1 .. rank modes, None (the mode
+    is left as it is), an integer n (the layout n:1) or a layout (a divide's drawn against that mode's shape)."""
+    out: list = []
+    for shape, _ in modes[:source.integer(1, len(modes))]:
+        pick = source.integer(0, 3)
+        if pick == 0:
+            out.append(None)
+        elif pick == 1:
+            out.append(source.choice(SHAPES_ANY[1:8]) if product else source.choice(_divisors(_size(shape))))
+        else:
+            out.append(layout(source, max_size=4) if product else tiler(source, _leaves(shape), _size(shape)))
+    return out
+
+
+def _leaves(t: Any) -> list[int]:
+    return [t] if isinstance(t, int) else [x for s in t for x in _leaves(s)]
+
+
+def _size(t: Any) -> int:
+    total = 1
+    for n in _leaves(t):
+        total *= n
+    return total
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0] + [n + 1]  # and one that does not divide
+
+
+def zeros_profile(source: Source, shape: Any) -> Any:
+    """A profile congruent to ``shape`` of 0s and 1s (``filter_zeros(layout, profile)``: size 1 where it is 0)."""
+    if isinstance(shape, (tuple, list)):
+        return [zeros_profile(source, s) for s in shape]
+    return source.integer(0, 1)
+
+
+def restride(source: Source, a: dict) -> Any:
+    """Strides for a second layout of A's shape: A's own, a compact column-major order of its leaves, or any."""
+    sizes = _leaves(a["shape"])
+    pick = source.integer(0, 2)
+    if pick == 0:
+        return a["stride"]
+    if pick == 1:
+        strides = _column_major(sizes, permutation(source, len(sizes)), [1] * len(sizes))
+    else:
+        strides = [source.choice(STRIDES_ANY) for _ in sizes]
+    it = iter(strides)
+
+    def build(s: Any) -> Any:
+        return next(it) if isinstance(s, int) else [build(x) for x in s]
+    return build(a["shape"])

@@ -144,3 +144,61 @@ def recast(a: Layout, new_bits: int, old_bits: int) -> str | None:
         if step is None or shape_div(shape, step) is None or shape_div(abs(stride), ratio) is None:
             return f"upcast not exact: mode {shape}:{stride} is not divided evenly by {ratio}"
     return None
+
+
+def by_mode(a: Layout, tilers: list, product: bool) -> str | None:
+    """A by-mode tiler (layout.hpp: "static_assert(tuple_size<Tiler>::value <= rank, "Too many modes in tiler")"),
+    then each mode's own precondition; None leaves its mode and has none."""
+    modes = [a] if isinstance(a.shape, int) else [a.mode(i) for i in range(len(a.shape))]
+    if len(tilers) > len(modes):
+        return f"too many modes in tiler: {len(tilers)} for rank {len(modes)}"
+    for mode, tiler in zip(modes, tilers):
+        if tiler is not None:
+            reason = logical_product(mode, tiler) if product else logical_divide(mode, tiler)
+            if reason:
+                return reason
+    return None
+
+
+def compact(layout: Layout) -> bool:
+    """A bijection onto 0 .. size-1."""
+    values = sorted(layout(i) for i in range(layout.size()))
+    return values == list(range(layout.size()))
+
+
+def layout_tv(thr: Layout, val: Layout) -> str | None:
+    """make_layout_tv(thr, val) (DSL docstring: "The thread and value layouts must be compact")."""
+    for name, layout in (("thr", thr), ("val", val)):
+        if not compact(layout):
+            return f"not compact: {name} layout {layout} is not a bijection onto 0..size-1"
+    return None
+
+
+def rank_of(layout: Layout) -> int:
+    return 1 if isinstance(layout.shape, int) else len(layout.shape)
+
+
+def select(a: Layout, modes: list[int]) -> str | None:
+    """select(A, modes) (DSL docstring: ":raises ValueError: If any index in mode is out of range")."""
+    bad = [m for m in modes if not 0 <= m < rank_of(a)]
+    return f"mode out of range: {bad} for rank {rank_of(a)}" if bad else None
+
+
+def group_modes(a: Layout, begin: int, end: int | None) -> str | None:
+    """group_modes(A, begin, end) (DSL: negative indices count from the end; "Expected begin < end")."""
+    r = rank_of(a)
+    b = max(begin + r, 0) if begin < 0 else begin
+    e = r if end is None else end + r if end < 0 else end
+    if b >= e:
+        return f"empty range: begin {b} >= end {e}"
+    if e > r:
+        return f"range past the modes: end {e} > rank {r}"
+    return None
+
+
+def extend(a: Layout, up_to_rank: int | None) -> str | None:
+    """append/prepend(A, elem, up_to_rank) (DSL docstring: ":raises ValueError: If up_to_rank is less than input's
+    current rank")."""
+    if up_to_rank is not None and up_to_rank < rank_of(a):
+        return f"rank too low: up_to_rank {up_to_rank} < rank {rank_of(a)}"
+    return None

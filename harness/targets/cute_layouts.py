@@ -15,8 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.harness.target import Availability, only_answer, package_versions
-from layoutfuzz.harness.targets.cute_algebra import Call, CuteAlgebraTarget, _lists
+from layoutfuzz.harness.target import Availability, Unsupported, only_answer, package_versions
+from layoutfuzz.harness.targets.cute_algebra import ByMode, Call, CuteAlgebraTarget, _lists
+
+# the DSL's products other than logical_product are typed ``tiler: Layout``: a tuple tiler is outside their signature
+LAYOUT_TILER_ONLY = ("zipped_product", "tiled_product", "flat_product")
 
 PACKAGE = "nvidia-cutlass-dsl"
 
@@ -64,14 +67,21 @@ def evaluate_many(calls: Sequence[Call]) -> list[Any]:
     def layout(data: tuple) -> Any:
         return cute.make_layout(data[0], stride=data[1])
 
-    def tiler(data: tuple | int) -> Any:  # an integer tiler stays an integer: the DSL takes both
+    def tiler(data: Any) -> Any:  # an integer tiler stays an integer: the DSL takes both; by mode, a tuple
+        if isinstance(data, ByMode):
+            return tuple(e if e is None or isinstance(e, int) else layout(e) for e in data.entries)
         return data if isinstance(data, int) else layout(data)
 
     def composed(c: Call) -> Any:
         return cute.make_composed_layout(cute.make_swizzle(*c.swizzle), c.offset, layout(c.a))
 
+    def tv(c: Call) -> Any:
+        tiler_mn, layout_tv = cute.make_layout_tv(layout(c.a), layout(c.b))
+        return {"tiler": _lists(_static(tuple(tiler_mn) if isinstance(tiler_mn, tuple) else (tiler_mn,))),
+                "shape": _lists(_static(layout_tv.shape)), "stride": _lists(_static(layout_tv.stride))}
+
     ops = {
-        "composition": lambda c: cute.composition(layout(c.a), layout(c.b)),
+        "composition": lambda c: cute.composition(layout(c.a), tiler(c.b)),
         "coalesce": lambda c: cute.coalesce(layout(c.a)),
         "complement": lambda c: cute.complement(layout(c.a), c.m),
         "left_inverse": lambda c: cute.left_inverse(layout(c.a)),
@@ -80,19 +90,45 @@ def evaluate_many(calls: Sequence[Call]) -> list[Any]:
         "logical_product": lambda c: cute.logical_product(layout(c.a), tiler(c.b)),
         "zipped_divide": lambda c: cute.zipped_divide(layout(c.a), tiler(c.b)),
         "tiled_divide": lambda c: cute.tiled_divide(layout(c.a), tiler(c.b)),
+        "flat_divide": lambda c: cute.flat_divide(layout(c.a), tiler(c.b)),
         "zipped_product": lambda c: cute.zipped_product(layout(c.a), tiler(c.b)),
         "tiled_product": lambda c: cute.tiled_product(layout(c.a), tiler(c.b)),
+        "flat_product": lambda c: cute.flat_product(layout(c.a), tiler(c.b)),
+        "blocked_product": lambda c: cute.blocked_product(layout(c.a), tiler(c.b)),
+        "raked_product": lambda c: cute.raked_product(layout(c.a), tiler(c.b)),
         "recast": lambda c: cute.recast_layout(c.bits[0], c.bits[1], layout(c.a)),
         "swizzle": composed,
-        "composition_swizzled": lambda c: cute.composition(composed(c), layout(c.b)),
+        "composition_swizzled": lambda c: cute.composition(composed(c), tiler(c.b)),
+        "slice_swizzled": lambda c: cute.slice_(composed(c), c.get("coord")),
+        "make_layout_tv": tv,
+        "slice": lambda c: cute.slice_(layout(c.a), c.get("coord")),
+        "dice": lambda c: cute.dice(layout(c.a), c.get("coord")),
+        "select": lambda c: cute.select(layout(c.a), mode=c.get("modes")),
+        "group_modes": lambda c: cute.group_modes(layout(c.a), c.get("begin"), c.get("end")),
+        "flatten": lambda c: cute.flatten(layout(c.a)),
+        "filter": lambda c: cute.filter(layout(c.a)),
+        "filter_zeros": lambda c: cute.filter_zeros(layout(c.a)),
+        "filter_zeros_profile": lambda c: cute.filter_zeros(layout(c.a), target_profile=c.get("profile")),
+        "append": lambda c: cute.append(layout(c.a), layout(c.get("elem")), up_to_rank=c.get("up_to_rank")),
+        "prepend": lambda c: cute.prepend(layout(c.a), layout(c.get("elem")), up_to_rank=c.get("up_to_rank")),
+        "coalesce_profile": lambda c: cute.coalesce(layout(c.a), target_profile=c.get("profile")),
+        "nullspace": lambda c: cute.nullspace(layout(c.a)),
+        "make_layout_like": lambda c: cute.make_layout_like(layout(c.a)),
+        "max_common_layout": lambda c: cute.max_common_layout(layout(c.a), layout(c.b)),
+        "max_common_vector": lambda c: {"n": _static(cute.max_common_vector(layout(c.a), layout(c.b)))},
+        "make_ordered_layout": lambda c: cute.make_ordered_layout(c.get("shape"), order=c.get("order")),
     }
     results: list[Any] = []
 
     def answer(c: Call) -> Any:  # outside the traced body: the DSL rewrites the control flow of what it traces
+        if isinstance(c.b, ByMode) and c.op in LAYOUT_TILER_ONLY:
+            return Unsupported(f"CuTe DSL's {c.op} takes a Layout tiler (its signature), not a tuple")
         try:
             r = ops[c.op](c)
-            if c.op in ("swizzle", "composition_swizzled"):
-                return {"offsets": [_static(r(i)) for i in range(c.points)]}
+            if isinstance(r, dict):
+                return r
+            if c.op in ("swizzle", "composition_swizzled", "slice_swizzled"):  # over the result's own domain
+                return {"offsets": [_static(r(i)) for i in range(_static(cute.size(r)))]}
             return {"shape": _lists(_static(r.shape)), "stride": _lists(_static(r.stride))}
         except Exception as exc:  # the DSL's refusal of this input: judged by the operation's precondition
             return {"raised": f"{type(exc).__name__}: {exc}"[:500]}

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from layoutfuzz.harness.target import Availability, Unsupported, package_versions
-from layoutfuzz.harness.targets.cute_algebra import OPS, Call, CuteAlgebraTarget, _lists
+from layoutfuzz.harness.targets.cute_algebra import OPS, ByMode, Call, CuteAlgebraTarget, _lists
 
 __all__ = ["OPS", "PycuteLayouts"]
 
@@ -39,18 +39,18 @@ class PycuteLayouts(CuteAlgebraTarget):
     def evaluate(self, call: Call) -> dict[str, Any]:
         import pycute
 
+        if call.op in NOT_IN_PYCUTE:
+            raise Unsupported(f"pycute has no {call.op} ({NOT_IN_PYCUTE[call.op]})")
+        if call.op == "make_ordered_layout":
+            raise Unsupported("pycute has no make_ordered_layout")
         la = pycute.Layout(*call.a)
-        lb = call.b if isinstance(call.b, int) or call.b is None else pycute.Layout(*call.b)
-        if call.op == "recast":
-            raise Unsupported("pycute has no recast_layout (upcast and downcast are CuTe C++ and CuTe DSL only)")
+        lb = _tiler(pycute, call.b)
         if call.op == "swizzle":
             composed = pycute.ComposedLayout(pycute.Swizzle(*call.swizzle), call.offset, la)
             try:
                 return {"offsets": [int(composed(i)) for i in range(call.points)]}
             except RecursionError as exc:  # pycute's own recursion on a valid swizzle: its answer, not the harness's
                 return {"raised": f"RecursionError: {exc}"}
-        if call.op == "composition_swizzled":  # pycute's composition reads A's shape, which a ComposedLayout lacks
-            raise Unsupported("pycute composes plain layouts only (composition(ComposedLayout, Layout) reads A.shape)")
         ops = {
             "composition": pycute.composition, "logical_divide": pycute.logical_divide, "logical_product": pycute.logical_product,
             "zipped_divide": pycute.zipped_divide, "tiled_divide": pycute.tiled_divide,
@@ -59,9 +59,35 @@ class PycuteLayouts(CuteAlgebraTarget):
         call_one = {
             "coalesce": lambda: pycute.coalesce(la), "complement": lambda: pycute.complement(la, call.m),
             "left_inverse": lambda: pycute.left_inverse(la), "right_inverse": lambda: pycute.right_inverse(la),
+            "filter": lambda: pycute.filter(la),
+            "flatten": lambda: pycute.Layout(pycute.flatten(la.shape), pycute.flatten(la.stride)),
+            "coalesce_profile": lambda: pycute.coalesce(la, call.get("profile")),
+            "slice": lambda: pycute.slice_and_offset(call.get("coord"), la),
         }.get(call.op) or (lambda: ops[call.op](la, lb))
         try:
             result = call_one()
         except Exception as exc:  # pycute's refusal (an assertion on its own preconditions, or a raise): judged
             return {"raised": f"{type(exc).__name__}: {exc}"[:500]}
+        if call.op == "slice":
+            layout, offset = result
+            return {"shape": _lists(layout.shape), "stride": _lists(layout.stride), "offset": int(offset)}
         return {"shape": _lists(result.shape), "stride": _lists(result.stride)}
+
+
+# what pycute lacks (CuTe C++ and the DSL have these)
+NOT_IN_PYCUTE = {
+    "recast": "upcast and downcast are CuTe C++ and CuTe DSL only",
+    "composition_swizzled": "composition(ComposedLayout, Layout) reads A.shape, which a ComposedLayout lacks",
+    "slice_swizzled": "a ComposedLayout called with None adds an offset to a Layout",
+    **{op: "CuTe C++ and CuTe DSL only" for op in (
+        "flat_divide", "flat_product", "blocked_product", "raked_product", "make_layout_tv", "dice", "select",
+        "group_modes", "filter_zeros", "filter_zeros_profile", "append", "prepend", "nullspace", "make_layout_like",
+        "max_common_layout", "max_common_vector")},
+}
+
+
+def _tiler(pycute: Any, b: Any) -> Any:
+    """B as pycute takes it: an int, a Layout, or by mode a tuple of ints, Layouts and None."""
+    if isinstance(b, ByMode):
+        return tuple(e if e is None or isinstance(e, int) else pycute.Layout(*e) for e in b.entries)
+    return b if isinstance(b, int) or b is None else pycute.Layout(*b)
