@@ -11,8 +11,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.generators.cute import (KINDS, SHAPES_ANY, by_mode, compact, coordinate, layout, order, profile,
-                                       restride, tiler, zeros_profile)
+from layoutfuzz.generators.cute import (
+    KINDS,
+    SHAPES_ANY,
+    by_mode,
+    compact,
+    coordinate,
+    layout,
+    order,
+    profile,
+    restride,
+    tiler,
+    zeros_profile,
+)
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
