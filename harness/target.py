@@ -129,6 +129,12 @@ class Target:
         fewer warps, a narrower element...), each valid by construction; the reducer tries them first."""
         return iter(())
 
+    def reproducer_script(self, case: Case) -> str | None:
+        """A script for an upstream issue (``layoutfuzz export``): it imports only the system under test (and NumPy),
+        builds ``case`` with the system's public API, prints expected and observed and exits 1 while the problem
+        shows, 0 once it is gone, 2 where the release cannot express the case; None: no reproducer for it."""
+        return None
+
 
 def make_case(target: Target, seed: int, index: int) -> Case:
     """Case ``index`` of ``target`` in the campaign with ``seed`` (deterministic)."""

@@ -10,12 +10,12 @@ import argparse
 import sys
 
 from layoutfuzz.harness.campaign import UsageError
-from layoutfuzz.harness.cli import cases, coverage, run, triage, versions
+from layoutfuzz.harness.cli import cases, coverage, export, run, triage, versions
 from layoutfuzz.harness.cli.run import cmd_run, resume_command
 
-GROUPS = (run, triage, cases, versions, coverage)
+GROUPS = (run, triage, cases, versions, coverage, export)
 COMMANDS = ("run", "nightly", "reproduce", "reduce", "history", "html", "selftest", "buckets", "diff", "known",
-            "matrix", "kernels", "bisect", "coverage", "table", "targets")  # the order `layoutfuzz --help` lists them in
+            "matrix", "kernels", "bisect", "coverage", "table", "targets", "export")  # the order `layoutfuzz --help` lists them in
 
 
 class _Parser(argparse.ArgumentParser):

@@ -9,6 +9,7 @@ import datetime
 import sys
 import time
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -249,6 +250,34 @@ def cmd_known_add(args: argparse.Namespace) -> int:
     return 0
 
 
+REPORTED = "open upstream"  # the ledger's status of a problem filed upstream and not fixed yet
+
+
+def cmd_known_report(args: argparse.Namespace) -> int:
+    """Records that a ledger entry was filed upstream: its status becomes open upstream, its link the issue."""
+    try:
+        current = ledger_file.load(args.known).get(args.bucket)
+    except ledger_file.LedgerError as exc:
+        raise UsageError(str(exc)) from None
+    if current is None:
+        raise UsageError(f"no entry {args.bucket!r} in {args.known} (see `layoutfuzz known list`)")
+    if not args.link.startswith(("https://", "http://")):
+        raise UsageError(f"--link {args.link!r} is not an http(s) URL")
+    ledger_file.add(args.known, replace(current, status=REPORTED, link=args.link))
+    print(f"reported {current.bucket} in {args.known}: {current.title[:100]} [{REPORTED}; {args.link}]")
+    return 0
+
+
+def root_cause_counts(problems: Collection[ledger_file.KnownProblem]) -> str:
+    """Root causes per system (the target's prefix) and status, one line each."""
+    counts: dict[str, dict[str, int]] = {}
+    for p in problems:
+        per_status = counts.setdefault(p.target.split(".")[0], {})
+        per_status[p.status] = per_status.get(p.status, 0) + 1
+    return "\n".join(f"{system}: {sum(c.values())} root cause(s): " + ", ".join(f"{n} {s}" for s, n in sorted(c.items()))
+                     for system, c in sorted(counts.items()))
+
+
 def cmd_known_list(args: argparse.Namespace) -> int:
     try:
         known = ledger_file.load(args.known)
@@ -277,6 +306,7 @@ def cmd_known_list(args: argparse.Namespace) -> int:
     if args.format == "md":  # no history: no first or last seen, no verdict
         listed = listed[[c for c in columns if (listed[c] != "").any() or c in columns[:4]]]
     print(show(listed, args.format, drop=[*columns[6:][::-1], "last verdict"], keep=columns[:3]))
+    print(root_cause_counts(list(dict.fromkeys(known.values()))), file=sys.stderr)
     return 0
 
 
@@ -348,9 +378,19 @@ def _add_known(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--link", help="the upstream issue or pull request")
     add.add_argument("--note", help="anything else worth knowing")
     add.set_defaults(func=cmd_known_add)
-    listing = known_sub.add_parser("list", help="the known problems with when they were first and last seen")
+    report = known_sub.add_parser("report", help="record that an entry was filed upstream (status open upstream, link)",
+                                  description="Record that the ledger entry BUCKET (a key from `layoutfuzz known list`, "
+                                  "a variant's key too) was filed upstream: its status becomes 'open upstream' and its "
+                                  "link the issue's URL; the rest of the entry is kept. `layoutfuzz export BUCKET` writes "
+                                  "the issue draft to file.")
+    report.add_argument("bucket", metavar="BUCKET")
+    report.add_argument("--link", required=True, help="the upstream issue's URL")
+    report.set_defaults(func=cmd_known_report)
+    listing = known_sub.add_parser("list", help="the known problems with when they were first and last seen, and the "
+                                   "count of root causes per system and status")
     add_format(listing)
     listing.set_defaults(func=cmd_known_list)
+    add_known(report)
     for p in (add, listing):
         add_known(p)
         add_root(p, "the nightly root, for first/last seen (default nightly)")

@@ -45,6 +45,10 @@ class CuteDslLayouts(CuteAlgebraTarget):
         """All the batch's cases in one trace; an entry is the case's result or the exception the DSL raised."""
         return evaluate_many([Call.of(case.params) for case in cases])
 
+    def reproducer_script(self, case: Case) -> str | None:
+        """A script that needs only the CuTe DSL (``layoutfuzz export``)."""
+        return reproducer(case)
+
 
 def dsl_availability(module: str) -> Availability:
     """Whether CUTLASS's Python DSL (``module`` of it) loads here, and if not, why."""
@@ -149,3 +153,78 @@ def _static(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"a result that is not a static integer: {value!r} ({type(value).__name__})")
     return value
+
+
+# what each operation is in the DSL's public API, over the reproducer's constants (A, B, M, SW, OFFSET, BITS, ...)
+_DSL_CALLS = {
+    "composition": "cute.composition(L(A), T(B))",
+    "composition_swizzled": "cute.composition(cute.make_composed_layout(cute.make_swizzle(*SW), OFFSET, L(A)), T(B))",
+    "slice_swizzled": "cute.slice_(cute.make_composed_layout(cute.make_swizzle(*SW), OFFSET, L(A)), COORD)",
+    "complement": "cute.complement(L(A), M)",
+    "left_inverse": "cute.left_inverse(L(A))",
+    "recast": "cute.recast_layout(BITS[0], BITS[1], L(A))",
+    "filter_zeros_profile": "cute.filter_zeros(L(A), target_profile=PROFILE)",
+    "nullspace": "cute.nullspace(L(A))",
+    "append": "cute.append(L(A), L(ELEM), up_to_rank=UP_TO_RANK)",
+    "prepend": "cute.prepend(L(A), L(ELEM), up_to_rank=UP_TO_RANK)",
+    "make_layout_tv": "cute.make_layout_tv(L(A), L(B))[1]",
+}
+
+
+def dsl_child(case: Case) -> str:
+    """The child process of a CuTe DSL reproducer: the case's call inside a ``@cute.jit`` function (the DSL computes
+    layout algebra only while it traces one), its answer read back as Python ints, printed as ``ANSWER <json>``."""
+    from layoutfuzz.harness.targets.cute_algebra import _constants
+
+    p = case.params
+    call = _DSL_CALLS.get(p["op"], f"cute.{p['op']}(L(A), T(B))")
+    function = p["op"] in ("composition_swizzled", "slice_swizzled")
+    read = ('{"offsets": [static(r(i)) for i in range(static(cute.size(r)))]}' if function else
+            '{"shape": static(r.shape), "stride": static(r.stride)}')
+    return f'''import json
+import cutlass.cute as cute
+
+{_constants(p)}out = []
+
+
+def static(v):
+    return tuple(static(x) for x in v) if isinstance(v, tuple) else int(v)
+
+
+def L(t):
+    return cute.make_layout(t[0], stride=t[1])
+
+
+def T(b):
+    return b if isinstance(b, int) else L(b)
+
+
+def answer():  # outside the traced body: the DSL rewrites the control flow of what it traces
+    try:
+        r = {call}
+        return {read}
+    except Exception as exc:
+        return {{"raised": f"{{type(exc).__name__}}: {{exc}}"[:500]}}
+
+
+@cute.jit
+def probe():
+    out.append(answer())
+
+
+try:
+    probe()
+except Exception as exc:  # the trace itself failed (after the call answered, or before)
+    failed = f"{{type(exc).__name__}}: {{exc}}"[:500]
+    out = [{{**out[0], "trace": "then the trace failed: " + failed.splitlines()[0]}}] if out else [{{"raised": failed}}]
+print("ANSWER", json.dumps(out[0]))
+'''
+
+
+def reproducer(case: Case) -> str | None:
+    """A script that needs only the CuTe DSL (``cute_algebra.algebra_script``), or None for an operation it does
+    not check."""
+    from layoutfuzz.harness.targets.cute_algebra import algebra_script
+
+    version = '"nvidia-cutlass-dsl", __import__("importlib.metadata").metadata.version("nvidia-cutlass-dsl")'
+    return algebra_script(case, "the CuTe DSL (cutlass.cute)", version, dsl_child(case))

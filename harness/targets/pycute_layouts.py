@@ -73,6 +73,10 @@ class PycuteLayouts(CuteAlgebraTarget):
             return {"shape": _lists(layout.shape), "stride": _lists(layout.stride), "offset": int(offset)}
         return {"shape": _lists(result.shape), "stride": _lists(result.stride)}
 
+    def reproducer_script(self, case: Any) -> str | None:
+        """A script that needs only pycute (``layoutfuzz export``)."""
+        return reproducer(case)
+
 
 # what pycute lacks (CuTe C++ and the DSL have these)
 NOT_IN_PYCUTE = {
@@ -91,3 +95,51 @@ def _tiler(pycute: Any, b: Any) -> Any:
     if isinstance(b, ByMode):
         return tuple(e if e is None or isinstance(e, int) else pycute.Layout(*e) for e in b.entries)
     return b if isinstance(b, int) or b is None else pycute.Layout(*b)
+
+
+_PYCUTE_CALLS = {
+    "swizzle": "pycute.ComposedLayout(pycute.Swizzle(*SW), OFFSET, L(A))",
+    "complement": "pycute.complement(L(A), M)",
+    "left_inverse": "pycute.left_inverse(L(A))",
+}
+
+
+def pycute_child(case: Any) -> str:
+    """The child process of a pycute reproducer: the case's call, its answer printed as ``ANSWER <json>``."""
+    from layoutfuzz.harness.targets.cute_algebra import _constants
+
+    p = case.params
+    call = _PYCUTE_CALLS.get(p["op"], f"pycute.{p['op']}(L(A), T(B))")
+    read = ('{"offsets": [int(r(i)) for i in range(pycute.size(A[0]))]}' if p["op"] == "swizzle" else
+            '{"shape": r.shape, "stride": r.stride}')
+    return f'''import json
+import pycute
+
+{_constants(p)}
+
+def L(t):
+    return pycute.Layout(*t)
+
+
+def T(b):
+    return b if isinstance(b, int) else L(b)
+
+
+try:
+    r = {call}
+    out = {read}
+except (Exception, RecursionError) as exc:
+    out = {{"raised": f"{{type(exc).__name__}}: {{exc}}"[:500]}}
+print("ANSWER", json.dumps(out))
+'''
+
+
+def reproducer(case: Any) -> str | None:
+    """A script that needs only pycute (``cute_algebra.algebra_script``), or None for an operation it does not
+    check."""
+    from layoutfuzz.harness.targets.cute_algebra import algebra_script
+
+    if case.params["op"] in NOT_IN_PYCUTE:
+        return None
+    version = '"nvidia-cutlass (pycute)", __import__("importlib.metadata").metadata.version("nvidia-cutlass")'
+    return algebra_script(case, "pycute", version, pycute_child(case))

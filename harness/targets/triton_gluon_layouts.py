@@ -99,6 +99,9 @@ class TritonGluonLayouts(GluonTarget):
             return {"unreadable": type(result).__name__}
         return {"layout": bases(result)}
 
+    def reproducer_script(self, case: Case) -> str:
+        return standalone_script(case)
+
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
         spec, shape = case.params["layout"], case.params["shape"]
         failed = expected["precondition"]

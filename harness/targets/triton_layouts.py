@@ -96,6 +96,10 @@ class TritonLayouts(GluonTarget):
             return verdict
         return Comparison(False, verdict.mismatch_count, verdict.mismatches, layout_difference(expected, observed), verdict.note)
 
+    def reproducer_script(self, case: Case) -> str | None:
+        """A script that needs only Triton (``layoutfuzz export``)."""
+        return reproducer(case)
+
     def picture(self, report: dict[str, Any]) -> Any:
         """Which thread holds each element: the oracle's layout above Triton's, disagreements as red x; None where either
         side is not a distributed layout's bases."""
@@ -152,3 +156,91 @@ def thread_grid(bases: dict[str, list[list[int]]], shape: list[int]) -> np.ndarr
                 if grid[flat] < 0:
                     grid[flat] = lane + 32 * warp
     return grid.reshape(prod(shape[:-1]), shape[-1])
+
+
+_SHARED_SOURCE = {
+    "nvmma_shared": "ttgl.NVMMASharedLayout(swizzle_byte_width={swizzle_byte_width}, element_bitwidth={element_bitwidth}, "
+                    "rank={rank}, transposed={transposed})",
+    "swizzled_shared": "ttgl.SwizzledSharedLayout(vec={vec}, per_phase={per_phase}, max_phase={max_phase}, order={order})",
+}
+
+
+def reproducer(case: Case) -> str | None:
+    """A script that needs only Triton: Gluon's ``to_linear_layout`` of the case's shared layout (the builder Gluon's
+    own front end uses, in a module for sm_90, in a child process: Triton 3.6.0 aborts there), against the offset
+    bases the layout's definition gives (written into the script, from layoutfuzz's oracle) and the property every
+    memory layout has (invertible: no zero basis, 2^n distinct offsets). None for distributed layouts."""
+    p = case.params
+    if p["kind"] not in _SHARED_SOURCE:
+        return None
+    layout = p["layout"]
+    source = _SHARED_SOURCE[p["kind"]].format(**layout)
+    want = TritonLayouts().expected(case)["offset"]
+    return f'''"""Gluon's to_linear_layout of a {p["kind"]} layout ({case.case_id}, found by layoutfuzz): a shared layout is a memory
+layout, so its offset bases must be invertible (no zero basis, 2^n distinct offsets) and equal the layout's definition.
+Needs only Triton; runs on a CPU. Exit 1 while the answer is wrong (or the call raises or aborts), 0 once right, 2
+where this release lacks the layout class."""
+import json
+import subprocess
+import sys
+
+SHAPE = {list(p["shape"])!r}
+# the offset bases of {source} over SHAPE by the layout's definition (one coordinate per dim, one basis per bit)
+EXPECTED = {want!r}
+
+CHILD = """
+import json
+from triton._C.libtriton import gluon_ir, ir
+from triton.experimental.gluon import language as ttgl
+
+try:
+    LAYOUT = {source}
+except (TypeError, AttributeError) as exc:
+    print("ANSWER", json.dumps({{"unavailable": str(exc)}}))
+    raise SystemExit(0)
+ctx = ir.context()
+ir.load_dialects(ctx)
+b = gluon_ir.GluonOpBuilder(ctx)
+module = b.create_module()  # as Gluon's front end: a module for sm_90, 4 warps, 1 CTA
+module.set_attr("ttg.target", b.get_string_attr("cuda:90"))
+for name, value in (("ttg.num-warps", 4), ("ttg.num-ctas", 1), ("ttg.threads-per-warp", 32)):
+    module.set_attr(name, b.get_int32_attr(value))
+fn = b.get_or_insert_function(module, "probe", b.get_function_ty([], []), "public", False)
+module.push_back(fn)
+b.set_insertion_point_to_start(fn.add_entry_block())
+try:
+    result = b.to_linear_layout(LAYOUT._to_ir(b), {list(p["shape"])!r})
+    out = {{"offset": [list(x) for x in result.offset_bases]}} if hasattr(result, "offset_bases") else {{"other": repr(result)[:300]}}
+except Exception as exc:
+    out = {{"raised": f"{{type(exc).__name__}}: {{exc}}"[:300]}}
+print("ANSWER", json.dumps(out))
+"""
+
+
+def span(bases):
+    """Every offset the bases reach: the XOR of the bases of each input's set bits."""
+    points = [tuple(0 for _ in SHAPE)]
+    for basis in bases:
+        points += [tuple(x ^ y for x, y in zip(point, basis)) for point in points]
+    return points
+
+
+child = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True)
+answer = next((line[7:] for line in child.stdout.splitlines() if line.startswith("ANSWER ")), None)
+print("triton", __import__("triton").__version__)
+print("expected: offset bases", EXPECTED, "(invertible:", len(set(span(EXPECTED))) == len(span(EXPECTED)), ")")
+if answer is None:
+    tail = child.stderr.strip().splitlines() or [""]
+    print(f"observed: the process died (rc {{child.returncode}}):", next((t for t in tail if "ssert" in t or "ERROR" in t), tail[-1])[:300])
+    sys.exit(1 if child.returncode < 0 or child.returncode > 128 else 2)
+got = json.loads(answer)
+if "unavailable" in got:
+    print("observed: this release lacks the layout:", got["unavailable"])
+    sys.exit(2)
+if "offset" not in got:
+    print("observed:", got)
+    sys.exit(1)
+points = span(got["offset"])
+print("observed: offset bases", got["offset"], "(invertible:", len(set(points)) == len(points), ")")
+sys.exit(0 if got["offset"] == EXPECTED else 1)
+'''

@@ -1,0 +1,51 @@
+"""``layoutfuzz export``: a finding as a folder that leaves the repository (a standalone reproducer and an issue
+draft), its parser and its handler."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Collection
+from pathlib import Path
+
+from layoutfuzz.harness.cli.options import add_commands, add_known, add_out, output_directory
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from layoutfuzz.harness.export import export, resolve
+
+    finding = resolve(args.finding, Path(args.out), Path(args.known))
+    folder, run = export(finding, Path(args.to))
+    verdict = {0: "the problem does not show here", 1: "reproduced", 2: "this release cannot express the case"}
+    print(f"{folder}: repro.py (exit {run.returncode}: {verdict.get(run.returncode, 'see ISSUE.md')}) and ISSUE.md")
+    return 0
+
+
+def _add_export(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "export", help="write a finding as a standalone reproducer (repro.py) and an issue draft (ISSUE.md)",
+        description="Write FINDING as DIR/<slug>/repro.py and DIR/<slug>/ISSUE.md. FINDING is a bucket id (from the "
+        "ledger, or from `layoutfuzz buckets` of the campaign --out), a report or case file (a ledger entry's "
+        "reproducer, e.g. docs/results/cases/NAME.json) or a case id TARGET/SEED/INDEX (found in --out, else "
+        "generated). repro.py imports only the system under test (and NumPy), builds the case with the system's "
+        "public API, prints expected and observed, and exits 1 while the problem shows, 0 once it is gone, 2 where "
+        "the release cannot express the case. ISSUE.md is a draft a maintainer could file: title, summary, the "
+        "script, its output under the installed release (run here in a clean environment), the ledger's release "
+        "range, versions, attribution and a regression test in the system's test style. A target without a "
+        "reproducer script is refused in one line. Exit 0 when written, 2 on bad input.")
+    parser.add_argument("finding", metavar="FINDING", help="BUCKET, REPORT or case file, or TARGET/SEED/INDEX")
+    parser.add_argument("--to", type=output_directory, default="layoutfuzz-export", metavar="DIR",
+                        help="where the folder goes (default layoutfuzz-export)")
+    add_out(parser, "a campaign to look a bucket or case id up in")
+    add_known(parser, "the ledger: a bucket's entry, the release range and attribution")
+    parser.set_defaults(func=cmd_export)
+
+
+PARSERS = {"export": _add_export}
+
+
+def add_parsers(sub: argparse._SubParsersAction, only: Collection[str] | None = None) -> None:
+    """The parser of export."""
+    add_commands(sub, PARSERS, only)
+
+
+__all__ = ["add_parsers", "cmd_export"]
