@@ -30,6 +30,7 @@ BUILTIN: dict[str, str] = {  # by folder (harness/targets, then gpu/targets); th
     "cute.xor_swizzles": "layoutfuzz.harness.targets.cute_xor_swizzles:CuteXorSwizzles",
     "mosaic.layouts": "layoutfuzz.harness.targets.mosaic_layouts:MosaicLayouts",
     "mosaic.layout_relations": "layoutfuzz.harness.targets.mosaic_layout_relations:MosaicLayoutRelations",
+    "mosaic.layout_inference": "layoutfuzz.harness.targets.mosaic_layout_inference:MosaicLayoutInference",
     "tma.swizzle": "layoutfuzz.gpu.targets.tma_swizzle:TmaSwizzle",
     "tma.encode": "layoutfuzz.gpu.targets.tma_encode:TmaEncode",
     "tma.copy": "layoutfuzz.gpu.targets.tma_copy:TmaCopy",
