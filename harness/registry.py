@@ -18,6 +18,7 @@ BUILTIN: dict[str, str] = {  # by folder (harness/targets, then gpu/targets); th
     "triton.linear_layout": "layoutfuzz.harness.targets.triton_linear_layout:TritonLinearLayout",
     "triton.layouts": "layoutfuzz.harness.targets.triton_layouts:TritonLayouts",
     "triton.gluon_layouts": "layoutfuzz.harness.targets.triton_gluon_layouts:TritonGluonLayouts",
+    "triton.layout_ops": "layoutfuzz.harness.targets.triton_layout_ops:TritonLayoutOps",
     "triton.shared_layouts": "layoutfuzz.harness.targets.triton_shared_layouts:TritonSharedLayouts",
     "triton.bank_conflicts": "layoutfuzz.harness.targets.triton_bank_conflicts:TritonBankConflicts",
     "triton.compile": "layoutfuzz.harness.targets.triton_compile:TritonCompile",

@@ -59,7 +59,18 @@ def precondition(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
     None where all hold."""
     if not all(is_pow2(s) for s in shape):
         return f"tensor dims: {list(shape)} not powers of two"
-    return _cga_precondition(cga_bases(spec), shape) or _kind_precondition(spec, shape)
+    tiles = None if root_kind(spec).endswith("_linear") else _cga_precondition(cga_bases(spec), shape)
+    return tiles or _parent_cga_precondition(spec) or _kind_precondition(spec, shape)
+
+
+def _parent_cga_precondition(spec: dict[str, Any]) -> str | None:
+    """A slice's or dot operand's parent's own CGA layout must tile its dims too (what the child derives from it can
+    hide a missing bit)."""
+    if "parent" not in spec or root_kind(spec).endswith("_linear"):  # a linear layout's block bases are coordinates
+        return None
+    parent = spec["parent"]
+    bases = cga_bases(parent)
+    return _cga_precondition(bases, [1 << 30] * (len(bases[0]) if bases else 0)) or _parent_cga_precondition(parent)
 
 
 def _cga_precondition(bases: list[list[int]], shape: Sequence[int]) -> str | None:
@@ -302,3 +313,16 @@ def expected(spec: dict[str, Any], shape: Sequence[int],
     dims = dict(whole.in_dims)
     order = ("offset", "block") if spec["kind"] in SHARED_KINDS else ("register", "lane", "warp", "block")
     return {name: [list(b) for b in dims.get(name, ())] for name in order}
+
+
+def op_precondition(op: str, axis: int, spec: dict[str, Any]) -> str | None:
+    """A documented limit of a layout-sensitive operation's lowering that the layout breaks, as "NAME: detail":
+    Triton lowers a scan of blocked layouts only (triton-lang/triton PR 3065: "scanOp currently only supports blocked
+    layout"), and within one CTA along the scanned axis (a CGA split there: "unsupported scan layout")."""
+    if op != "cumsum":
+        return None
+    if spec["kind"] != "blocked":
+        return f"scan: a {spec['kind']} layout (blocked only)"
+    if any(b[axis] for b in cga_bases(spec)):
+        return "scan: the scanned axis split across CTAs"
+    return None
