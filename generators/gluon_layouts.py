@@ -96,7 +96,7 @@ def _shape(source: Source, rank: int, edge: bool, ctas: list[int]) -> list[int]:
         split = ctas[d] if d < len(ctas) else 1
         low = split.bit_length() - 1
         if edge and source.integer(0, 3) == 0:
-            dim = source.choice((1, split, 1 << min(budget, 9), source.choice(ODD)))
+            dim = source.choice((1, split, 1 << max(0, min(budget, 9)), source.choice(ODD)))
         else:
             dim = 1 << source.integer(low, max(low, min(9, budget - (rank - d - 1))))
         shape.append(dim)
