@@ -7,7 +7,8 @@ Sources (jax 0.10.2, jax/experimental/mosaic/gpu): ``constraints.Relayout`` (its
 ops, is the identity or from a splat; a layout cast may also take the transposes of ``_is_supported_tiled_relayout``);
 ``layout_inference._multi_dim_reduction_constraint_system`` (operand not strided, accumulator and result one variable,
 result ``Reduce(operand)``) with ``constraints.Reduce`` (the reduced layout holds what each thread's elements reduce
-into); ``FragmentedArray.broadcast_in_dim`` (a broadcast copies registers within a thread); ``FragmentedArray.reshape``
+into); ``FragmentedArray.broadcast_in_dim`` (a broadcast copies registers within a thread; a tiled result's tiling has
+the result's rank); ``FragmentedArray.reshape``
 (a reshape moves no element); the pointwise rule (operands and result one variable). Nothing here imports JAX.
 
 A program is a list of ops, each making value ``i`` (its index): ``undef`` (``shape``), ``cast`` (``src``, ``layout``),
@@ -170,6 +171,15 @@ def broadcast_is_local(src: Layout, dst: Layout, src_shape: Sequence[int], dst_s
     return all(set(source[t].tolist()) <= have[t] for t in range(rel.THREADS))
 
 
+def broadcast_is_projection(src: Layout, dst: Layout, src_shape: Sequence[int], dst_shape: Sequence[int],
+                            dims: Sequence[int]) -> bool:
+    """Whether each thread holds exactly the source elements its result elements copy (the result's placement reduced
+    over the new and the stretched dims; dropping dims of 1 keeps row-major indices)."""
+    axes = [d for d in range(len(dst_shape)) if d not in dims or src_shape[list(dims).index(d)] == 1]
+    want = rel.projected(placement(dst, dst_shape), dst_shape, axes, True)
+    return holds(src, src_shape) == want
+
+
 def check(ops: Sequence[Mapping[str, Any]], layouts: Sequence[Mapping[str, Any]]) -> list[Violation]:
     """Every violated property of an assignment: ``layouts[i]`` is op i's ``{"in": [...], "out": [...]}``."""
     shapes = value_shapes(ops)
@@ -222,6 +232,13 @@ def _reduce(op, ins, out, shapes, args):
 
 
 def _broadcast(op, ins, out, shapes, args):
+    if ins[0]["kind"] == "tiled" and out["kind"] == "tiled" and len(out["tiles"][0]) != len(op["shape"]):
+        # FragmentedArray.broadcast_in_dim: "Tiling rank different than broadcast result rank" (NotImplementedError)
+        return "tiled result whose tiling rank is not the result's rank", f"{out} on {op['shape']}"
+    if ins[0]["kind"] == "tiled" and out["kind"] == "tiled" and not broadcast_is_projection(
+            ins[0], out, shapes[args[0]], op["shape"], op["dims"]):
+        # FragmentedArray.broadcast_in_dim: the source layout is the result's reduced over the new dims
+        return "tiled operand is not the result's layout reduced over the new dims", f"{ins[0]} -> {out}"
     if not broadcast_is_local(ins[0], out, shapes[args[0]], op["shape"], op["dims"]):
         return "a result element sits in another thread than the element it copies", f"{ins[0]} -> {out}"
     return None

@@ -155,3 +155,26 @@ def test_a_short_campaign_meets_the_rank_one_tile_reshape_bug():
     bug = signatures["spurious refusal at vector.shape_cast: Reshape of the TiledLayout left unreduced inside its own "
                      "rule's cases"]
     assert (bug == 0) if fixed else (bug > 0), signatures
+
+
+def test_a_tiled_broadcast_result_has_a_tiling_of_its_rank():
+    # FragmentedArray.broadcast_in_dim lowers tiled -> tiled only where the result's tiling has the result's rank
+    ops = [{"op": "undef", "shape": [64]}, {"op": "cast", "src": 0, "layout": ROW},
+           {"op": "broadcast", "src": 1, "shape": [64, 8], "dims": [0]}]
+    assert inf.check(ops, _assign([ROW, ROW, WGMMA], [[], [ROW], [ROW]])) == []
+    tma4 = named("TMA_INDICES_4_LAYOUT")
+    ops = [{"op": "undef", "shape": [4]}, {"op": "cast", "src": 0, "layout": tma4},
+           {"op": "broadcast", "src": 1, "shape": [4, 16], "dims": [0]}]
+    assert [v.signature for v in inf.check(ops, _assign([tma4, tma4, tma4], [[], [tma4], [tma4]]))] == [
+        "mgpu.broadcast_in_dim: tiled result whose tiling rank is not the result's rank"]
+
+
+def test_a_tiled_broadcast_operand_is_the_results_projection():
+    # a fully replicated operand keeps every copy local, but Mosaic's lowering wants the result's reduced layout
+    tma4 = named("TMA_INDICES_4_LAYOUT")
+    ops = [{"op": "undef", "shape": [1, 8]}, {"op": "cast", "src": 0, "layout": tma4},
+           {"op": "broadcast", "src": 1, "shape": [128, 8], "dims": [0, 1]}]
+    assert inf.broadcast_is_local(tma4, WGMMA, [1, 8], [128, 8], [0, 1])
+    assert [v.signature for v in inf.check(ops, _assign([tma4, tma4, WGMMA], [[], [tma4], [tma4]]))] == [
+        "mgpu.broadcast_in_dim: tiled operand is not the result's layout reduced over the new dims"]
+    assert inf.broadcast_is_projection(COL, WGMMA, [8], [64, 8], [1])
