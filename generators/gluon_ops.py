@@ -15,11 +15,11 @@ OPS = ("sum", "max", "cumsum", "permute", "reshape", "join_split", "gather", "br
 KINDS = ("blocked", "slice", "nvmma_distributed", "dot_operand", "distributed_linear")
 
 
-def case(source: Source, valid: Any) -> dict[str, Any]:
+def case(source: Source, valid: Any, op: str | None = None) -> dict[str, Any]:
     """{"op", "axis", "layout", "shape", "num_warps", "edge"}; ``valid(layout, shape)`` says whether a layout may
-    be drawn (the oracle's preconditions, passed in: generators import no oracle)."""
+    be drawn (the oracle's preconditions, passed in: generators import no oracle); ``op``: this operation."""
     edge = source.integer(1, gluon_layouts.EDGE_SHARE) == 1
-    op, axis = source.choice(OPS), source.integer(0, 1)
+    op, axis = op or source.choice(OPS), source.integer(0, 1)
     for _ in range(32):
         num_warps = 1 << source.integer(0, 4)
         kind = source.choice(KINDS)

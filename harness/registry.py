@@ -38,6 +38,7 @@ BUILTIN: dict[str, str] = {  # by folder (harness/targets, then gpu/targets); th
     "wgmma.descriptor": "layoutfuzz.gpu.targets.wgmma_descriptor:WgmmaDescriptor",
     "triton.convert_layout": "layoutfuzz.gpu.targets.triton_convert_layout:TritonConvertLayout",
     "triton.convert_layout_shuffle": "layoutfuzz.gpu.targets.triton_convert_layout_shuffle:TritonConvertLayoutShuffle",
+    "triton.layout_ops_run": "layoutfuzz.gpu.targets.triton_layout_ops_run:TritonLayoutOpsRun",
     "triton.convert_layout_cluster": "layoutfuzz.gpu.targets.triton_convert_layout_cluster:TritonConvertLayoutCluster",
     "triton.tma_cluster": "layoutfuzz.gpu.targets.triton_tma_cluster:TritonTmaCluster",
     "triton.tma_multicast": "layoutfuzz.gpu.targets.triton_tma_multicast:TritonTmaMulticast",

@@ -3,11 +3,14 @@ what differs between releases is in ``harness.triton_compat``)."""
 
 from __future__ import annotations
 
+import re
 from math import prod
 from typing import Any, ClassVar
 
 from layoutfuzz.harness.target import Availability, Target
 from layoutfuzz.oracles import triton_layouts as tl
+
+MISSING_OP = re.compile(r"module 'triton\.experimental\.gluon\.language' has no attribute")  # an older Gluon's gap
 
 
 class GluonTarget(Target):
