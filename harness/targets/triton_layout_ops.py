@@ -19,7 +19,13 @@ from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.capture import stderr_text
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Unsupported
-from layoutfuzz.harness.triton_compat.gluon_layouts import MISSING_OP, GluonTarget, from_spec, num_ctas
+from layoutfuzz.harness.triton_compat.gluon_layouts import (
+    MISSING_OP,
+    GluonTarget,
+    from_spec,
+    num_ctas,
+    without_tensor_types,
+)
 from layoutfuzz.oracles import gluon_layouts as oracle
 from layoutfuzz.reports.signatures import compile_error
 
@@ -108,7 +114,7 @@ class TritonLayoutOps(GluonTarget):
             error = compile_error(exc, "".join(diagnostics))
             if MISSING_OP.search(error):
                 raise Unsupported(f"this Triton's Gluon lacks the operation: {error}") from None
-            return {"compiles": False, "error": error}
+            return {"compiles": False, "error": without_tensor_types(error)}
         return {"compiles": True}
 
     def reproducer_script(self, case: Case) -> str:

@@ -13,6 +13,12 @@ from layoutfuzz.oracles import triton_layouts as tl
 MISSING_OP = re.compile(r"module 'triton\.experimental\.gluon\.language' has no attribute")  # an older Gluon's gap
 
 
+def without_tensor_types(error: str) -> str:
+    """A compiler error with its quoted tensor types (shape and layout, which vary between cases of one cause)
+    replaced by ``'tensor'``: one bug, one bucket."""
+    return re.sub(r"'tensor<[^']*'", "'tensor'", error)
+
+
 class GluonTarget(Target):
     """Base of the targets that drive Triton's Gluon front end on the CPU. (Triton's version is in
     every report already: ``reports.report.environment_versions``.)"""
