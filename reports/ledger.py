@@ -49,7 +49,7 @@ class KnownProblem:
     @property
     def buckets(self) -> tuple[str, ...]:
         """Every bucket this root cause shows as: its signature's, then its variants'."""
-        others = [s.strip() for s in self.variants.splitlines() if s.strip()]
+        others = [s for s in self.variants.split("\n") if s.strip()]  # exact: a signature may end in a space
         return (self.bucket, *(bucket_of(self.target, self.outcome, s) for s in others))
 
     def present_in(self, version: str, order: Callable[[str], Any]) -> bool | None:
