@@ -20,32 +20,18 @@ from layoutfuzz.generators.mosaic_programs import ALL_NAMED, CHAIN_OPS, named, p
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Availability, Target, package_versions
+from layoutfuzz.harness.targets.mosaic_base import MosaicTarget
 from layoutfuzz.oracles import mosaic_inference as inf
 from layoutfuzz.oracles.linear_layout import LayoutError
 
-PACKAGES = ("jax", "jaxlib")
 SEARCH_BUDGET = 400  # candidate assignments the witness search checks at most
 
 
-class MosaicLayoutInference(Target):
+class MosaicLayoutInference(MosaicTarget):
     name = "mosaic.layout_inference"
     layer = "JAX Mosaic GPU (layout_inference, constraints)"
     description = "JAX Mosaic GPU's layout inference on generated programs, each op's inferred layouts judged"
-    requires = ("jax and jaxlib with Mosaic GPU (pip install 'layoutfuzz[mosaic]')",)
-    preload = ("jax.experimental.mosaic.gpu",)
-
-    def availability(self) -> Availability:
-        try:
-            from jax.experimental.mosaic.gpu import layout_inference  # noqa: F401
-        except ImportError as exc:
-            return Availability(False, f"needs JAX's Mosaic GPU: pip install 'layoutfuzz[mosaic]' ({exc})")
-        except Exception as exc:  # jaxlib's native start-up failed here
-            return Availability(False, f"jax's Mosaic GPU does not load here: {str(exc)[:200]}")
-        return Availability(True)
-
-    def versions(self) -> Mapping[str, str]:
-        return package_versions(*PACKAGES)
+    module = "layout_inference"
 
     def generate(self, source: Source) -> dict[str, Any]:
         return program(source)

@@ -23,11 +23,11 @@ from layoutfuzz.generators.mosaic_relations import ELEMENT_TYPES, OPS, case, dim
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Availability, Target, Unsupported, package_versions
+from layoutfuzz.harness.target import Unsupported
+from layoutfuzz.harness.targets.mosaic_base import MosaicTarget
 from layoutfuzz.oracles import mosaic_relations as rel
 from layoutfuzz.oracles.linear_layout import LayoutError
 
-PACKAGES = ("jax", "jaxlib")
 # the relation each entry point decides: one root cause, one bucket, whichever entry point met it
 RELATION = {"splat_compatible": "splat->tiled compatibility", "relayout": "splat->strided relayout", "divides": "Divides",
             "valid_assignment": "valid register layout assignment", "attr_roundtrip": "layout attribute round trip",
@@ -45,24 +45,11 @@ class Site:
     memory_space: Any
 
 
-class MosaicLayoutRelations(Target):
+class MosaicLayoutRelations(MosaicTarget):
     name = "mosaic.layout_relations"
     layer = "JAX Mosaic GPU (layouts, constraints, fragmented_array)"
     description = "JAX Mosaic GPU's layout relations (splat/tiled compatibility, Divides, reduce, reshape, attrs) against their definitions"
-    requires = ("jax and jaxlib with Mosaic GPU (pip install 'layoutfuzz[mosaic]')",)
-    preload = ("jax.experimental.mosaic.gpu",)
-
-    def availability(self) -> Availability:
-        try:
-            from jax.experimental.mosaic.gpu import constraints, layouts  # noqa: F401
-        except ImportError as exc:
-            return Availability(False, f"needs JAX's Mosaic GPU: pip install 'layoutfuzz[mosaic]' ({exc})")
-        except Exception as exc:  # jaxlib's native start-up failed here
-            return Availability(False, f"jax's Mosaic GPU does not load here: {str(exc)[:200]}")
-        return Availability(True)
-
-    def versions(self) -> Mapping[str, str]:
-        return package_versions(*PACKAGES)
+    module = "layouts"
 
     def generate(self, source: Source) -> dict[str, Any]:
         return case(source)

@@ -22,32 +22,18 @@ from layoutfuzz.generators.mosaic_layouts import NAMED, WGMMA, mosaic_layout_cas
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
-from layoutfuzz.harness.target import Availability, Target, package_versions
+from layoutfuzz.harness.targets.mosaic_base import MosaicTarget
 from layoutfuzz.oracles import mosaic_layouts as oracle
 from layoutfuzz.oracles.linear_layout import LayoutError
 
-PACKAGES = ("jax", "jaxlib")
 SHOWN = 4
 
 
-class MosaicLayouts(Target):
+class MosaicLayouts(MosaicTarget):
     name = "mosaic.layouts"
     layer = "JAX Mosaic GPU (fragmented_array.TiledLayout)"
     description = "JAX Mosaic GPU's register layouts (TiledLayout, WGMMA layouts): which thread and register hold each element"
-    requires = ("jax and jaxlib with Mosaic GPU (pip install 'layoutfuzz[mosaic]')",)
-    preload = ("jax.experimental.mosaic.gpu",)
-
-    def availability(self) -> Availability:
-        try:
-            from jax.experimental.mosaic.gpu import fragmented_array  # noqa: F401
-        except ImportError as exc:
-            return Availability(False, f"needs JAX's Mosaic GPU: pip install 'layoutfuzz[mosaic]' ({exc})")
-        except Exception as exc:  # jaxlib's native start-up failed here
-            return Availability(False, f"jax's Mosaic GPU does not load here: {str(exc)[:200]}")
-        return Availability(True)
-
-    def versions(self) -> Mapping[str, str]:
-        return package_versions(*PACKAGES)
+    module = "fragmented_array"
 
     def generate(self, source: Source) -> dict[str, Any]:
         return mosaic_layout_case(source)
