@@ -385,6 +385,8 @@ def _same_holders(answer: Mapping[str, Any], shape: list[int], want: list[frozen
 
 def _judge_strided_broadcast(p: Mapping[str, Any], answer: bool) -> str | None:
     src, dst, d, vec = p["layout"]["shape"], p["target"], p["dims"], p["layout"]["vec_size"]
+    if any(n not in (1, dst[i]) for n, i in zip(src, d)):  # a dim of more than one element into a different size
+        return "supported, though the shapes do not broadcast" if answer else None
     local = rel.strided_broadcast_is_local(src, dst, d, vec)
     if answer and not local:
         return "supported, though some result elements sit in another thread than the element they copy"
