@@ -39,6 +39,7 @@ def test_linear_layouts_are_permutations_with_broadcasts_onto_the_shape():
 
 
 pytest.importorskip("triton.experimental.gluon", reason="needs Triton with Gluon")
+from layoutfuzz.harness.target import Unsupported  # noqa: E402
 from layoutfuzz.harness.targets.triton_layout_ops import TritonLayoutOps, standalone_script  # noqa: E402
 
 BLOCKED = {"kind": "blocked", "size_per_thread": [1, 4], "threads_per_warp": [4, 8], "warps_per_cta": [2, 2],
@@ -53,7 +54,11 @@ def test_every_op_compiles_on_a_plain_blocked_layout(op):
     target = TritonLayoutOps()
     case = Case(target.name, 0, 0, {"op": op, "axis": 1, "layout": BLOCKED, "shape": [32, 64], "num_warps": 4})
     target.validate(case)
-    assert target.compare(case, target.expected(case), target.observed(case)).ok
+    try:
+        observed = target.observed(case)
+    except Unsupported as exc:  # an operation this release's Gluon lacks (3.6.0: cumsum)
+        pytest.skip(str(exc)[:120])
+    assert target.compare(case, target.expected(case), observed).ok
 
 
 def test_a_refused_valid_kernel_is_a_finding_bucketed_by_its_error():
