@@ -168,3 +168,13 @@ def test_a_short_campaign_meets_the_splat_left_alignment_bug():
     bug = signatures["splat->tiled compatibility: answer differs from its definition"]
     assert (bug == 0) if fixed else (bug > 0), (jax.__version__, signatures)
     assert sum(signatures.values()) == bug  # nothing else fails
+
+
+def test_the_broadcast_rule_holds_past_numpys_array_size_limit():
+    """The second implementation of the broadcast rule sees only ones and equal sizes: shapes whose result NumPy could
+    not allocate are judged as their small renamings are (a splat of (65536, 1, 1) broadcasts to (65536,) * 4)."""
+    from layoutfuzz.harness.targets.mosaic_layout_relations import _numpy_broadcasts
+
+    assert _numpy_broadcasts([65536, 1, 1], [65536] * 4)
+    assert not _numpy_broadcasts([65536, 2], [65536, 65536])
+    assert _numpy_broadcasts([3, 1, 1], [5, 3, 7, 7]) and not _numpy_broadcasts([4], [1])

@@ -147,7 +147,11 @@ def _rank_vs_tile(p: Mapping[str, Any]) -> str:
 
 
 def _numpy_broadcasts(shape: list[int], target: list[int]) -> bool:
-    """Whether NumPy broadcasts ``shape`` to exactly ``target`` (a second implementation of the broadcast rule)."""
+    """Whether NumPy broadcasts ``shape`` to exactly ``target`` (a second implementation of the broadcast rule). The
+    rule sees only which dims are 1 and which are equal, so each size is renamed small first: NumPy refuses results
+    past its array size limit ("broadcast dimensions too large") that the rule allows."""
+    small = {1: 1} | {size: i + 2 for i, size in enumerate(sorted((set(shape) | set(target)) - {1}))}
+    shape, target = [small[d] for d in shape], [small[d] for d in target]
     try:
         return np.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
     except ValueError:
