@@ -239,9 +239,22 @@ def _broadcast(op, ins, out, shapes, args):
             ins[0], out, shapes[args[0]], op["shape"], op["dims"]):
         # FragmentedArray.broadcast_in_dim: the source layout is the result's reduced over the new dims
         return "tiled operand is not the result's layout reduced over the new dims", f"{ins[0]} -> {out}"
+    if ins[0]["kind"] == "strided" and out["kind"] == "strided" and not into_leading_dims(
+            shapes[args[0]], op["shape"], op["dims"]):
+        # FragmentedArray.broadcast_in_dim (is_supported_strided_layout_broadcast): new dims lead, stretched dims first
+        return "strided broadcast other than into leading dims", f"{shapes[args[0]]} -> {op['shape']} by {op['dims']}"
     if not broadcast_is_local(ins[0], out, shapes[args[0]], op["shape"], op["dims"]):
         return "a result element sits in another thread than the element it copies", f"{ins[0]} -> {out}"
     return None
+
+
+def into_leading_dims(src: Sequence[int], dst: Sequence[int], dims: Sequence[int]) -> bool:
+    """Whether a broadcast only adds leading dims and stretches size-1 dims that come before every kept one: the
+    strided broadcasts Mosaic lowers."""
+    stretched = [i for i, n in enumerate(src) if n == 1 and dst[dims[i]] > 1]
+    kept = [i for i, n in enumerate(src) if n > 1]
+    trailing = list(dims) == list(range(len(dst) - len(src), len(dst)))
+    return trailing and (not stretched or not kept or max(stretched) < min(kept))
 
 
 def _add(op, ins, out, shapes, args):

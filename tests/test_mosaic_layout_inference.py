@@ -178,3 +178,14 @@ def test_a_tiled_broadcast_operand_is_the_results_projection():
     assert [v.signature for v in inf.check(ops, _assign([tma4, tma4, WGMMA], [[], [tma4], [tma4]]))] == [
         "mgpu.broadcast_in_dim: tiled operand is not the result's layout reduced over the new dims"]
     assert inf.broadcast_is_projection(COL, WGMMA, [8], [64, 8], [1])
+
+
+def test_strided_broadcasts_mosaic_lowers_add_leading_dims_only():
+    """FragmentedArray.broadcast_in_dim lowers a strided broadcast that adds leading dims and stretches size-1 dims
+    before every kept one; a new middle dim is outside it (a refusal there is right)."""
+    from layoutfuzz.oracles.mosaic_inference import into_leading_dims
+
+    assert into_leading_dims([3, 128], [3, 3, 128], [1, 2])
+    assert not into_leading_dims([3, 128], [3, 3, 128], [0, 2])
+    assert into_leading_dims([1, 128], [4, 128], [0, 1])
+    assert not into_leading_dims([128, 1], [128, 4], [0, 1])
