@@ -28,6 +28,7 @@ from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Target
+from layoutfuzz.oracles import cute_api_properties as api
 from layoutfuzz.oracles import cute_preconditions as pre
 from layoutfuzz.oracles import cute_properties as props
 from layoutfuzz.oracles.cute import Layout, Swizzle, flatten
@@ -110,11 +111,11 @@ class Call:
     def points(self) -> int:
         """How many offsets a function op's result is read at: its domain's size."""
         if self.op == "slice_swizzled":
-            return props._prod(m.size() for m in props._kept(*self.a, self.get("coord"), True)[0])
+            return api._prod(m.size() for m in api._kept(*self.a, self.get("coord"), True)[0])
         if self.op == "composition_swizzled" and isinstance(self.b, ByMode):
-            modes = props.top_modes(Layout(*self.a))
+            modes = api.top_modes(Layout(*self.a))
             entries = list(self.b.entries) + [None] * (len(modes) - len(self.b.entries))
-            return props._prod(m.size() if e is None else _entry(e).size() for m, e in zip(modes, entries))
+            return api._prod(m.size() if e is None else _entry(e).size() for m, e in zip(modes, entries))
         return Layout(*(self.b if self.op == "composition_swizzled" else self.a)).size()
 
 
@@ -164,7 +165,7 @@ def precondition(p: Mapping[str, Any]) -> str | None:
     a, b = _layout(p["a"]), _tiler(p.get("b"))
     if isinstance(p.get("b"), list):
         if op in ("composition", "composition_swizzled"):
-            return _first_reason(pre.composition(m, t) for m, t in zip(props.top_modes(a), _entries(p["b"]))
+            return _first_reason(pre.composition(m, t) for m, t in zip(api.top_modes(a), _entries(p["b"]))
                                  if t is not None)
         reason = pre.by_mode(a, list(_entries(p["b"])), op.endswith("product"))
         if reason is None and None in p["b"] and not op.startswith("logical"):
@@ -359,7 +360,7 @@ class CuteAlgebraTarget(Target):
             if p["b"] < 1 or p["op"] not in INTEGER_TILER_OPS:
                 raise ValueError(f"an integer tiler is a positive int, taken by {', '.join(INTEGER_TILER_OPS)}")
         elif isinstance(p.get("b"), list):
-            if p["op"] not in BY_MODE_OPS or not 1 <= len(p["b"]) <= len(props.top_modes(_layout(p["a"]))):
+            if p["op"] not in BY_MODE_OPS or not 1 <= len(p["b"]) <= len(api.top_modes(_layout(p["a"]))):
                 raise ValueError(f"a by-mode tiler has 1 .. rank(A) entries, taken by {', '.join(BY_MODE_OPS)}")
             if any(isinstance(e, int) and e < 1 for e in p["b"]):
                 raise ValueError("a by-mode integer is positive")
@@ -377,7 +378,7 @@ class CuteAlgebraTarget(Target):
         if p["op"] == "complement" and not isinstance(p.get("m"), int):
             raise ValueError("complement takes an integer m")
         if p["op"] in ("slice", "dice", "slice_swizzled"):
-            props._kept(_layout(p["a"]).shape, _layout(p["a"]).stride, _tuple(p["coord"]), True)
+            api._kept(_layout(p["a"]).shape, _layout(p["a"]).stride, _tuple(p["coord"]), True)
             if any(c is not None and c < 0 for c in _coord_leaves(p["coord"])):
                 raise ValueError("a coordinate is non-negative")
         if p["op"] in ("append", "prepend"):
@@ -469,7 +470,7 @@ class CuteAlgebraTarget(Target):
             n = observed.get("n") if isinstance(observed, Mapping) else None
             if not isinstance(n, int):
                 return Comparison(False, 1, (str(observed)[:200],), f"{p['op']}: the result is not an integer", "")
-            return self._verdict(p, props.max_common(a, b, None, n), f"{self.system}'s {p['op']} returned {n}")
+            return self._verdict(p, api.max_common(a, b, None, n), f"{self.system}'s {p['op']} returned {n}")
         try:
             r = _layout(observed)
         except (LayoutError, TypeError, KeyError) as exc:  # shape and stride not congruent, a mode of size 0, ...
@@ -512,14 +513,14 @@ class CuteAlgebraTarget(Target):
         (past A's domain, either extension CuTe's implementations make: ``cute_properties.extensions``)."""
         swizzle, offset = Swizzle(*p["swizzle"]), p.get("offset", 0)
         if p["op"] == "slice_swizzled":  # DSL slice_: Swizzle o (offset + A(coord, None as 0)) o the kept modes
-            kept, base = props._kept(a.shape, a.stride, _tuple(p["coord"]), True)
+            kept, base = api._kept(a.shape, a.stride, _tuple(p["coord"]), True)
             rest = from_modes([x for m in kept for x in pre.leaves(m)]) if kept else Layout(1, 0)
             allowed = [{swizzle(offset + base + rest(i))} for i in range(rest.size())]
             name = "R(i) != Swizzle(offset + A(coord with None as i))"
         elif isinstance(p.get("b"), list):  # by mode: A_i o B_i, A's modes past the tiler dropped (C++) or kept
             got = observed.get("offsets") if isinstance(observed, Mapping) else None
-            kept = _by_mode_composition(a, _entries(p["b"]), True)
-            want = kept if isinstance(got, list) and len(got) == len(kept) else _by_mode_composition(a, _entries(p["b"]), False)
+            kept = api.by_mode_composition(a, _entries(p["b"]), True)
+            want = kept if isinstance(got, list) and len(got) == len(kept) else api.by_mode_composition(a, _entries(p["b"]), False)
             allowed = [{swizzle(offset + x)} if x is not None else {g} for x, g in zip(want, (got or []) + [None] * len(want))]
             name = "R(i) != (Swizzle o offset o A)(B(i)) by mode"
         elif p["op"] == "swizzle":
@@ -539,110 +540,43 @@ class CuteAlgebraTarget(Target):
                           f"{self.system}'s {p['op']} differs at {len(wrong)} of {len(allowed)} indices")
 
 
-def _by_mode_composition(a: Layout, tilers: tuple[Layout | None, ...], keep: bool) -> list[int | None]:
-    """A o (B_0, B_1, ...) by mode: at each index, the sum over A's modes of A_i(B_i(c_i)), c_i the index's coordinate
-    in the result's mode i (None: A_i itself); None past a mode's domain. A's modes past the tiler: CuTe C++ (and the
-    DSL) drop them (layout.hpp: "Drop any modes of lhs that aren't hit by rhs"), pycute keeps them (``keep``)."""
-    modes = props.top_modes(a)
-    if not keep:
-        modes = modes[:len(tilers)]
-    tilers = tuple(tilers) + (None,) * (len(modes) - len(tilers))
-    order = [("b", i, (m if t is None else t).size()) for i, (m, t) in enumerate(zip(modes, tilers))]
-    return props._function(order, lambda d: props._sum(props._at(m, d["b", i] if t is None else t(d["b", i]))
-                                                       for i, (m, t) in enumerate(zip(modes, tilers))))
-
-
-VARIANTS = {"logical_divide": ("divide", "logical"), "zipped_divide": ("divide", "zipped"),
-            "tiled_divide": ("divide", "tiled"), "flat_divide": ("divide", "flat"),
-            "logical_product": ("product", "logical"), "zipped_product": ("product", "zipped"),
-            "tiled_product": ("product", "tiled")}
-
-
 def _more_violations(p: Mapping[str, Any], a: Layout, r: Layout, observed: Mapping[str, Any]) -> props.Violations:
     """The rest of the API's results against their properties (``oracles.cute_properties``)."""
     op, b = p["op"], _tiler(p.get("b"))
     if isinstance(p.get("b"), list):
         tilers = _entries(p["b"])
         if op == "composition":
-            modes = props.top_modes(a)
-            keep = r.size() == len(_by_mode_composition(a, tilers, True)) and len(props.top_modes(r)) == len(modes)
+            modes = api.top_modes(a)
+            keep = r.size() == len(api.by_mode_composition(a, tilers, True)) and len(api.top_modes(r)) == len(modes)
             tops = [m.size() if t is None else t.size() for m, t in zip(modes, tilers + (None,) * len(modes))]
-            return props._check_tops(r, tops if keep else tops[:len(tilers)], None) + \
-                props._check_function(r, _by_mode_composition(a, tilers, keep), "R(i) != A_i(B_i(c_i)) by mode")
-        kind, variant = VARIANTS[op]
-        return props.tiled(variant, props.Tiled(kind, a, tilers), r)
+            return api._check_tops(r, tops if keep else tops[:len(tilers)], None) + \
+                api._check_function(r, api.by_mode_composition(a, tilers, keep), "R(i) != A_i(B_i(c_i)) by mode")
+        kind, variant = api.TILED_VARIANTS[op]
+        return api.tiled(variant, api.Tiled(kind, a, tilers), r)
     coord = _tuple(p.get("coord"))
     checks = {
-        "flat_divide": lambda: props.flat_divide(a, b, r), "flat_product": lambda: props.flat_product(a, b, r),
-        "blocked_product": lambda: props.rank_product("blocked", a, b, r),
-        "raked_product": lambda: props.rank_product("raked", a, b, r),
-        "make_layout_tv": lambda: props.layout_tv(a, b, observed.get("tiler"), r),
-        "slice": lambda: props.slice_(a, coord, r, observed.get("offset")),
-        "dice": lambda: props.dice(a, coord, r),
-        "select": lambda: props.structural(a, _selected(a, p["modes"]), r, "R is not the selected modes"),
-        "group_modes": lambda: props.structural(a, _grouped(a, p["begin"], p["end"]), r, "R is not A with the modes grouped"),
-        "append": lambda: props.structural(a, _extended(a, _layout(p["elem"]), p["up_to_rank"], False), r,
+        "flat_divide": lambda: api.flat_divide(a, b, r), "flat_product": lambda: api.flat_product(a, b, r),
+        "blocked_product": lambda: api.rank_product("blocked", a, b, r),
+        "raked_product": lambda: api.rank_product("raked", a, b, r),
+        "make_layout_tv": lambda: api.layout_tv(a, b, observed.get("tiler"), r),
+        "slice": lambda: api.slice_(a, coord, r, observed.get("offset")),
+        "dice": lambda: api.dice(a, coord, r),
+        "select": lambda: api.structural(a, api.selected(a, p["modes"]), r, "R is not the selected modes"),
+        "group_modes": lambda: api.structural(a, api.grouped(a, p["begin"], p["end"]), r, "R is not A with the modes grouped"),
+        "append": lambda: api.structural(a, api.extended(a, _layout(p["elem"]), p["up_to_rank"], False), r,
                                            "R is not A with elem appended"),
-        "prepend": lambda: props.structural(a, _extended(a, _layout(p["elem"]), p["up_to_rank"], True), r,
+        "prepend": lambda: api.structural(a, api.extended(a, _layout(p["elem"]), p["up_to_rank"], True), r,
                                             "R is not A with elem prepended"),
-        "flatten": lambda: props.flattened(a, r), "filter": lambda: props.filter_(a, r),
-        "filter_zeros": lambda: props.filter_zeros(a, r),
-        "filter_zeros_profile": lambda: props.structural(a, Layout(_zeroed(a.shape, _tuple(p["profile"])), a.stride), r,
+        "flatten": lambda: api.flattened(a, r), "filter": lambda: api.filter_(a, r),
+        "filter_zeros": lambda: api.filter_zeros(a, r),
+        "filter_zeros_profile": lambda: api.structural(a, Layout(api.zeroed(a.shape, _tuple(p["profile"])), a.stride), r,
                                                          "R is not A with size 1 at the profile's zeros"),
-        "coalesce_profile": lambda: props.coalesce_profile(a, _tuple(p["profile"]), r),
-        "nullspace": lambda: props.nullspace(a, r), "make_layout_like": lambda: props.like(a, r),
-        "max_common_layout": lambda: props.max_common(a, b, r, None),
-        "make_ordered_layout": lambda: props.ordered(_tuple(p["shape"]), _tuple(p["order"]), r),
+        "coalesce_profile": lambda: api.coalesce_profile(a, _tuple(p["profile"]), r),
+        "nullspace": lambda: api.nullspace(a, r), "make_layout_like": lambda: api.like(a, r),
+        "max_common_layout": lambda: api.max_common(a, b, r, None),
+        "make_ordered_layout": lambda: api.ordered(_tuple(p["shape"]), _tuple(p["order"]), r),
     }
     return checks[op]()
-
-
-def _modes_of(a: Layout) -> list[Layout]:
-    return props.top_modes(a)
-
-
-def _build(modes: list[Layout]) -> Layout:
-    """The layout whose top-level modes are ``modes`` (one mode: itself)."""
-    if len(modes) == 1:
-        return modes[0]
-    return Layout(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
-
-
-def _selected(a: Layout, modes: list[int]) -> Layout:
-    """select(A, modes) (DSL docstring: "select(layout, mode=[0, 2])  # Result: (4, 16):(32, 1)")."""
-    top = _modes_of(a)
-    return _build([top[i] for i in modes if 0 <= i < len(top)])
-
-
-def _grouped(a: Layout, begin: int, end: int | None) -> Layout:
-    """group_modes(A, begin, end) (DSL docstring: "(2, 3, 4, 5), 1, 3 -> (2, (3, 4), 5)")."""
-    top, r = _modes_of(a), len(_modes_of(a))
-    b = max(begin + r, 0) if begin < 0 else begin
-    e = r if end is None else end + r if end < 0 else end
-    inner = top[b:e]
-    group = Layout(tuple(m.shape for m in inner), tuple(m.stride for m in inner))
-    return _build(top[:b] + [group] + top[e:])
-
-
-def _extended(a: Layout, elem: Layout, up_to_rank: int | None, front: bool) -> Layout:
-    """append/prepend(A, elem, up_to_rank) (DSL docstring: "prepend(layout, make_layout((2,))) # Returns
-    (2,8,8):(1,1,8)"): elem repeated up to the rank (once without one)."""
-    top = _modes_of(a)
-    count = 1 if up_to_rank is None else up_to_rank - len(top)
-    more = [elem] * max(count, 0)
-    return _build(more + top if front else top + more)
-
-
-def _zeroed(shape: Any, profile: Any) -> Any:
-    """filter_zeros(layout, profile) (layout.hpp: "Replace the modes in layout that correspond to a 0 at the terminals
-    of trg_profile with a 1-size")."""
-    if isinstance(profile, tuple):
-        return tuple(_zeroed(s, q) for s, q in zip(shape, profile))
-    return _unit(shape) if profile == 0 else shape
-
-
-def _unit(shape: Any) -> Any:
-    return 1 if isinstance(shape, int) else tuple(_unit(s) for s in shape)
 
 
 def _second_mode_packed(r: Layout) -> Layout:
@@ -655,190 +589,3 @@ def _second_mode_packed(r: Layout) -> Layout:
 def _lists(value: Any) -> Any:
     """A nested int tuple as JSON lists (ints stay ints)."""
     return [_lists(v) for v in value] if isinstance(value, tuple) else int(value)
-
-
-# ---- exported reproducers (``layoutfuzz export``): a script that imports only the system under test --------------
-
-# the definition each operation's answer is checked against in a reproducer, as the script prints it
-SCRIPT_DEFINITIONS = {
-    "composition": "R(i) == A(B(i)) for every i < size(B)",
-    "composition_swizzled": "R(i) == Sw(offset + A(B(i))) for every i < size(B)",
-    "swizzle": "R(i) == Sw(offset + A(i)) for every i < size(A)",
-    "slice_swizzled": "R(i) == Sw(offset + A(coord with the None modes read from i))",
-    "complement": "every mode of R of size >= 1 and (A, R) injective",
-    "left_inverse": "L(A(i)) == i for every i < size(A)",
-    "divide": "size(R) == size(A), R(i) == A(B(i)) for i < size(B), R's offsets a permutation of A's",
-    "product": "size(R) == size(A) * size(B), R(i) == A(i) for i < size(A), R injective where A and B are",
-    "downcast": "size(R) == k * size(A), R's offsets {k * A(i) + r : r < k}",
-    "upcast": "R's offsets {q : k * q + r is an offset of A}, each group of k whole",
-    "filter_zeros_profile": "a layout with A's offsets (filter_zeros(layout, profile) is defined on every layout)",
-    "nullspace": "R's offsets == {i < size(A) : A(i) == 0}",
-    "extend": "ValueError (documented: up_to_rank below the rank of A)",
-    "make_layout_tv": "a layout_tv whose (thread, value) pairs reach distinct elements",
-}
-
-_HELPERS = '''
-def flat(t):
-    return [y for x in t for y in flat(x)] if isinstance(t, (tuple, list)) else [t]
-
-
-def size(shape):
-    return prod(flat(shape))
-
-
-def at(layout, i):
-    """CuTe's offset of index i: its colexicographic coordinate (first mode fastest; the last mode takes the rest)
-    dotted with the strides."""
-    leaves = list(zip(flat(layout[0]), flat(layout[1])))
-    offset = 0
-    for k, (n, d) in enumerate(leaves):
-        offset += (i if k == len(leaves) - 1 else i % n) * d
-        i //= n
-    return offset
-
-
-def offsets(layout):
-    return [at(layout, i) for i in range(size(layout[0]))]
-
-
-def swizzle(x, b, m, s):
-    """CuTe's Swizzle<B,M,S>: the B bits at M + max(0, S) XORed, shifted by S, into the bits below."""
-    mask = ((1 << b) - 1) << (m + max(0, s))
-    return x ^ ((x & mask) >> s if s >= 0 else (x & mask) << -s)
-
-
-def sliced(shape, stride, coord):
-    """The fixed offset and the kept (shape, stride) leaves of a slice: None keeps a mode."""
-    if coord is None:
-        return 0, list(zip(flat(shape), flat(stride)))
-    if isinstance(coord, (tuple, list)):
-        parts = [sliced(s, d, c) for s, d, c in zip(shape, stride, coord)]
-        return sum(p[0] for p in parts), [leaf for p in parts for leaf in p[1]]
-    return at((shape, stride), coord), []
-
-
-def tup(v):
-    return tuple(tup(x) for x in v) if isinstance(v, list) else v
-'''
-
-
-def _family(op: str) -> str:
-    if op.endswith("divide"):
-        return "divide"
-    if op.endswith("product") and op not in ("blocked_product", "raked_product", "flat_product"):
-        return "product"
-    return {"append": "extend", "prepend": "extend"}.get(op, op)
-
-
-def _judge_lines(p: Mapping[str, Any]) -> str | None:
-    """The script's lines that set ``want`` (the definition's answer, printable) and ``ok`` from ``R`` (the system's
-    answer: {"shape", "stride"} or {"offsets"}), or None where no reproducer checks this operation."""
-    op, fam = p["op"], _family(p["op"])
-    if isinstance(p.get("b"), list):
-        return None  # by-mode tilers: no reproducer yet
-    tile = "Bl = (B, 1) if isinstance(B, int) else B\n"
-    got = "got = R['offsets'] if 'offsets' in R else offsets((tup(R['shape']), tup(R['stride'])))\n"
-    lines = {
-        "composition": tile + "want = [at(A, at(Bl, i)) for i in range(size(Bl[0]))]\n" + got + "ok = got == want\n",
-        "composition_swizzled": tile + "want = [swizzle(OFFSET + at(A, at(Bl, i)), *SW) for i in range(size(Bl[0]))]\n"
-        + got + "ok = got == want\n",
-        "swizzle": "want = [swizzle(OFFSET + at(A, i), *SW) for i in range(size(A[0]))]\n" + got + "ok = got == want\n",
-        "slice_swizzled": "fixed, kept = sliced(A[0], A[1], COORD)\nK = (tuple(n for n, _ in kept), tuple(d for _, d in kept))\n"
-        "want = [swizzle(OFFSET + fixed + at(K, i), *SW) for i in range(size(K[0]))]\n" + got + "ok = got == want\n",
-        "complement": got + "both = offsets(A) and [a + r for r in got for a in offsets(A)]\n"
-        "want = 'every mode of size >= 1, (A, R) injective'\n"
-        "ok = 0 not in flat(tup(R['shape'])) and len(set(both)) == len(both)\n",
-        "left_inverse": "L = (tup(R['shape']), tup(R['stride']))\nwant = list(range(size(A[0])))\n"
-        "got = [at(L, a) for a in offsets(A)]\nok = got == want\n",
-        "divide": tile + "want = [at(A, at(Bl, i)) for i in range(size(Bl[0]))]\n" + got +
-        "ok = len(got) == size(A[0]) and got[:len(want)] == want and sorted(got) == sorted(offsets(A))\n",
-        "product": tile + "inj = lambda v: len(set(v)) == len(v)\nwant = f'size {size(A[0]) * size(Bl[0])}, starting with A: "
-        "{offsets(A)}'\n" + got + "ok = len(got) == size(A[0]) * size(Bl[0]) and got[:size(A[0])] == offsets(A) and "
-        "(inj(got) or not (inj(offsets(A)) and inj(offsets(Bl))))\n",
-        "recast": "k = max(BITS) // min(BITS)\n" + got + (
-            "want = sorted(k * a + r for a in offsets(A) for r in range(k))\nok = sorted(got) == want\n"
-            if p.get("bits", (0, 1))[0] < p.get("bits", (0, 1))[1] else
-            "want = sorted({a // k for a in offsets(A)}) if all(a // k * k + r in offsets(A) for a in offsets(A) "
-            "for r in range(k)) else 'a refusal: the offsets of A are not whole groups of k'\n"
-            "ok = sorted(set(got)) == want and {k * q + r for q in got for r in range(k)} == set(offsets(A))\n"),
-        "filter_zeros_profile": got + "want = sorted(set(offsets(A)))\nok = sorted(set(got)) == want\n",
-        "nullspace": got + "want = [i for i in range(size(A[0])) if at(A, i) == 0]\nok = sorted(got) == want\n",
-        "extend": "want = 'ValueError'\ngot = R.get('raised') or 'no raise: %s:%s %s' % (R['shape'], R['stride'], R.get('trace', ''))\nok = str(got).startswith('ValueError')\n",
-        "make_layout_tv": got + "want = 'distinct elements'\nok = len(set(got)) == len(got)\n",
-    }
-    if fam == "extend" and precondition(p) is None:
-        return None
-    if fam == "recast" or op == "recast":
-        return lines["recast"]
-    return lines.get(fam) or lines.get(op)
-
-
-def _constants(p: Mapping[str, Any]) -> str:
-    """The case's inputs as Python literals, one line each."""
-    call = Call.of(p)
-    values = {"A": call.a, "B": call.b, "M": call.m, "SW": call.swizzle, "OFFSET": call.offset, "BITS": call.bits,
-              **{k.upper(): v for k, v in call.extra}}
-    return "".join(f"{name} = {value!r}\n" for name, value in values.items() if value is not None)
-
-
-def algebra_script(case: Case, system: str, version_line: str, child: str) -> str | None:
-    """A reproducer for one CuTe algebra case: ``child`` (Python source that uses only ``system`` and prints
-    ``ANSWER <json>``) runs in a child process (the DSL can die by a signal); the parent checks the answer against the
-    operation's definition, computed inline. Exit 1 while the bug shows, 0 once gone, 2 where the release lacks the
-    call; None where no reproducer checks the case's operation."""
-    p = case.params
-    judge = _judge_lines(p)
-    if judge is None:
-        return None
-    unmet = precondition(p)
-    if unmet and unmet.split(":")[0] in IMPLEMENTATION_DEFINED:
-        return None
-    fam = _family(p["op"])
-    definition = SCRIPT_DEFINITIONS.get(fam if fam in SCRIPT_DEFINITIONS else p["op"], "")
-    if p["op"] == "recast":
-        definition = SCRIPT_DEFINITIONS["downcast" if p["bits"][0] < p["bits"][1] else "upcast"]
-    consts = _constants(p)
-    return f'''"""{system}'s {p["op"]} on one input ({case.case_id}, found by layoutfuzz): {"a refusal is due, since " + unmet
-        if unmet else "the input meets every documented precondition, so the answer must have the definition: " + definition}.
-Needs only {system}; runs on a CPU. Exit 1 while the problem shows, 0 once it is gone, 2 where this release lacks
-the call."""
-import json
-import os
-import subprocess
-import sys
-import tempfile
-from math import prod
-
-{consts}# why the input is outside the operation's domain (CuTe C++ refuses it), or None where it is inside
-PRECONDITION = {unmet!r}
-DEFINITION = {definition!r}
-
-CHILD = r"""{child}"""
-{_HELPERS}
-
-with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as child_file:  # the DSL reads a traced function's source
-    child_file.write(CHILD)
-child = subprocess.run([sys.executable, child_file.name], capture_output=True, text=True)
-os.unlink(child_file.name)
-answer = next((line[7:] for line in child.stdout.splitlines() if line.startswith("ANSWER ")), None)
-print({version_line})
-if answer is None and (child.returncode < 0 or child.returncode > 128):
-    print("expected:", "a refusal (" + PRECONDITION + ")" if PRECONDITION else "an answer with " + DEFINITION)
-    print(f"observed: the process died (rc {{child.returncode}})", (child.stderr.strip().splitlines() or [""])[-1][:200])
-    sys.exit(1)
-if answer is None:
-    print("observed: cannot run here:", (child.stderr.strip().splitlines() or [""])[-1][:300])
-    sys.exit(2)
-R = json.loads(answer)
-if "unavailable" in R:
-    print("observed: this release lacks the call:", R["unavailable"])
-    sys.exit(2)
-if "raised" in R and {fam != "extend"!r}:
-    print("expected:", "a refusal (" + PRECONDITION + ")" if PRECONDITION else "an answer with " + DEFINITION)
-    print("observed: raised", R["raised"][:300])
-    sys.exit(0 if PRECONDITION else 1)
-{judge}print("expected:", "a refusal (" + PRECONDITION + ")" if PRECONDITION and {fam != "extend"!r} else want)
-print("observed:", got if "raised" in R or "trace" in R else R if "offsets" in R else "%s:%s, offsets %s" % (R["shape"], R["stride"], got),
-      "" if ok else "(not " + DEFINITION + ")")
-sys.exit(1 if PRECONDITION and {fam != "extend"!r} or not ok else 0)
-'''

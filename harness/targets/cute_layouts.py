@@ -174,7 +174,7 @@ _DSL_CALLS = {
 def dsl_child(case: Case) -> str:
     """The child process of a CuTe DSL reproducer: the case's call inside a ``@cute.jit`` function (the DSL computes
     layout algebra only while it traces one), its answer read back as Python ints, printed as ``ANSWER <json>``."""
-    from layoutfuzz.harness.targets.cute_algebra import _constants
+    from layoutfuzz.harness.targets.cute_scripts import _constants
 
     p = case.params
     call = _DSL_CALLS.get(p["op"], f"cute.{p['op']}(L(A), T(B))")
@@ -222,9 +222,9 @@ print("ANSWER", json.dumps(out[0]))
 
 
 def reproducer(case: Case) -> str | None:
-    """A script that needs only the CuTe DSL (``cute_algebra.algebra_script``), or None for an operation it does
+    """A script that needs only the CuTe DSL (``cute_scripts.algebra_script``), or None for an operation it does
     not check."""
-    from layoutfuzz.harness.targets.cute_algebra import algebra_script
+    from layoutfuzz.harness.targets.cute_scripts import algebra_script
 
     version = '"nvidia-cutlass-dsl", __import__("importlib.metadata").metadata.version("nvidia-cutlass-dsl")'
     return algebra_script(case, "the CuTe DSL (cutlass.cute)", version, dsl_child(case))

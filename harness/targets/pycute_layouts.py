@@ -106,7 +106,7 @@ _PYCUTE_CALLS = {
 
 def pycute_child(case: Any) -> str:
     """The child process of a pycute reproducer: the case's call, its answer printed as ``ANSWER <json>``."""
-    from layoutfuzz.harness.targets.cute_algebra import _constants
+    from layoutfuzz.harness.targets.cute_scripts import _constants
 
     p = case.params
     call = _PYCUTE_CALLS.get(p["op"], f"pycute.{p['op']}(L(A), T(B))")
@@ -135,9 +135,9 @@ print("ANSWER", json.dumps(out))
 
 
 def reproducer(case: Any) -> str | None:
-    """A script that needs only pycute (``cute_algebra.algebra_script``), or None for an operation it does not
+    """A script that needs only pycute (``cute_scripts.algebra_script``), or None for an operation it does not
     check."""
-    from layoutfuzz.harness.targets.cute_algebra import algebra_script
+    from layoutfuzz.harness.targets.cute_scripts import algebra_script
 
     if case.params["op"] in NOT_IN_PYCUTE:
         return None

@@ -77,7 +77,7 @@ class TritonGluonLayouts(GluonTarget):
         spec, shape = case.params["layout"], case.params["shape"]
         exact = oracle.expected(spec, shape, shared_layout)
         if exact is not None and "register" in exact:
-            exact = in_triton_convention(_legacy_kind(spec), exact)
+            exact = in_triton_convention(spec["kind"], exact)  # "blocked" names the same layouts in both
         return {"precondition": oracle.precondition(spec, shape), "layout": exact}
 
     def observed(self, case: Case) -> Any:
@@ -128,11 +128,6 @@ class TritonGluonLayouts(GluonTarget):
 
 def _depth(layout: Mapping[str, Any]) -> int:
     return 1 + _depth(layout["parent"]) if "parent" in layout else 1
-
-
-def _legacy_kind(spec: Mapping[str, Any]) -> str:
-    """The ``triton.layouts`` kind name whose register broadcasts this Triton drops (only "blocked" matters)."""
-    return "blocked" if spec["kind"] == "blocked" else spec["kind"]
 
 
 _GLUON_CLASS = {"blocked": "ttgl.BlockedLayout", "slice": "ttgl.SliceLayout", "dot_operand": "ttgl.DotOperandLayout",
