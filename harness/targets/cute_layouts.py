@@ -181,10 +181,17 @@ def dsl_child(case: Case) -> str:
     function = p["op"] in ("composition_swizzled", "slice_swizzled")
     read = ('{"offsets": [static(r(i)) for i in range(static(cute.size(r)))]}' if function else
             '{"shape": static(r.shape), "stride": static(r.stride)}')
+    return dsl_probe(_constants(p), call, read)
+
+
+def dsl_probe(constants: str, call: str, read: str, imports: str = "") -> str:
+    """A CuTe DSL child process: ``call`` (an expression over ``constants``, script lines) inside a ``@cute.jit``
+    function, its result ``r`` read by the expression ``read`` as Python ints, printed as ``ANSWER <json>``; a raise
+    of the call or of the trace is the answer {"raised": ...}."""
     return f'''import json
 import cutlass.cute as cute
-
-{_constants(p)}out = []
+{imports}
+{constants}out = []
 
 
 def static(v):

@@ -28,7 +28,7 @@ SCRIPT_DEFINITIONS = {
     "make_layout_tv": "a layout_tv whose (thread, value) pairs reach distinct elements",
 }
 
-_HELPERS = '''
+SCRIPT_HELPERS = '''
 def flat(t):
     return [y for x in t for y in flat(x)] if isinstance(t, (tuple, list)) else [t]
 
@@ -165,7 +165,7 @@ PRECONDITION = {unmet!r}
 DEFINITION = {definition!r}
 
 CHILD = r"""{child}"""
-{_HELPERS}
+{SCRIPT_HELPERS}
 
 with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as child_file:  # the DSL reads a traced function's source
     child_file.write(CHILD)
