@@ -45,6 +45,11 @@ class Target:
     # modules the fork server imports once, so that every worker (and each one replacing a crashed worker)
     # starts with them loaded; never one that initialises a GPU when imported
     preload: ClassVar[tuple[str, ...]] = ()
+    # modules each worker imports on its main thread before any warm_up_worker thread starts and before its first case
+    # (with its preload, and every other target's of the campaign: one union, sorted; ``harness.worker``): what the
+    # target's warm_up_worker thread or its cases import that another thread could be importing at the same time
+    # (a module read while another thread imports it is half-initialised); may name what the fork server must not import
+    imports: ClassVar[tuple[str, ...]] = ()
     # whose case stream it draws (default: its own name): targets of one system-independent case model (two CuTe
     # implementations) share it, so the same seed and index give them the same case, side by side
     case_model: ClassVar[str | None] = None
@@ -64,7 +69,8 @@ class Target:
 
     def warm_up_worker(self) -> None:
         """What a new worker may begin at once, beside its first batch, that the fork server cannot do for it (a GPU
-        context): started in a daemon thread, never waited for, its failure left to the first case to meet."""
+        context): started in a daemon thread, never waited for, its failure left to the first case to meet. The worker
+        has imported every target's ``preload`` and ``imports`` by then: the thread imports nothing else."""
 
     def availability(self) -> Availability:
         """Whether what ``requires`` names is present; checked once per campaign."""

@@ -7,13 +7,14 @@ A worker is forked from the fork server (``harness.pool``, ``harness.forkserver`
 from __future__ import annotations
 
 import faulthandler
+import importlib
 import os
 import resource
 import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from layoutfuzz.generators.case import Case
@@ -31,8 +32,8 @@ VALUE_LIMIT = 1 << 20  # characters of JSON of an expected or observed value sen
 
 
 def _init_worker(log_dir: str, memory_limit: int | None = None, warm: tuple[str, ...] = ()) -> None:
-    """Sends the worker's stdout and stderr to a file of its own, read back if it crashes, and starts what the
-    targets ``warm`` names begin in each worker (``Target.warm_up_worker``).
+    """Sends the worker's stdout and stderr to a file of its own, read back if it crashes, imports what the targets
+    ``warm`` names need (``worker_imports``) and starts what they begin in each worker (``Target.warm_up_worker``).
 
     Ctrl-C is the parent's to handle: workers ignore it and are stopped by the pool. Each worker
     leads a process group of its own, so that whatever the system under test starts (a compiler,
@@ -48,10 +49,33 @@ def _init_worker(log_dir: str, memory_limit: int | None = None, warm: tuple[str,
     os.dup2(fd, 2)
     os.close(fd)
     faulthandler.enable()  # a fatal signal leaves the Python frames in the log: the crash's top frames
+    targets = []
     for spec in warm:
         try:
-            registry.load(spec).warm_up_worker()
+            targets.append(registry.load(spec))
+        except Exception:  # noqa: BLE001  its first case meets it, and says so
+            pass
+    import_ahead(worker_imports(targets))  # on this thread, before any other starts: none can race it on a module
+    for target in targets:
+        try:
+            target.warm_up_worker()
         except Exception:  # noqa: BLE001  the first case meets it, and says so
+            pass
+
+
+def worker_imports(targets: Iterable[Target]) -> tuple[str, ...]:
+    """The modules a worker imports before its first case: every target's ``preload`` and ``imports``, one union,
+    sorted, so that the order is the same whichever target a campaign names first."""
+    return tuple(sorted({module for target in targets for module in (*target.preload, *target.imports)}))
+
+
+def import_ahead(modules: Iterable[str]) -> None:
+    """Imports ``modules`` in order on this thread; a module that fails is left to the first case that needs it (which
+    fails, and says why, in its own outcome). The fork server imported each ``preload`` already, where it could."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except BaseException:  # noqa: BLE001  as the fork server's own imports (harness.forkserver_warm)
             pass
 
 

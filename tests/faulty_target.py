@@ -169,14 +169,15 @@ class BatchedTarget(ValueTarget):
 
 
 class PreloadProbe(ValueTarget):
-    """Passes only where the module it names in ``preload`` was imported before its case ran: in a
-    worker forked from the fork server that imported it."""
+    """Passes only where the module it names in ``preload`` was imported before its case ran, by another process: in a
+    worker forked from the fork server that imported it (a worker imports it too, where the server did not)."""
 
     name = "test.preload"
     preload = ("tests.preloaded_module",)
 
     def observed(self, case):
-        return case.params["value"] if "tests.preloaded_module" in sys.modules else -1
+        module = sys.modules.get("tests.preloaded_module")
+        return case.params["value"] if module is not None and module.IMPORTED_BY != os.getpid() else -1
 
 
 class LeanMainProbe(ValueTarget):

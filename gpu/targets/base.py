@@ -73,6 +73,7 @@ class GpuTarget(Target):
 
     needs: ClassVar[tuple[str, ...]] = ("torch", "cuda.core")
     preload = ("numpy", "torch", "cuda.core", "cuda.bindings.driver")  # imported once by the fork server (no CUDA call)
+    imports = ("cuda.bindings.driver",)  # what warm_up_worker's thread imports; a worker imports it first
 
     def availability(self) -> Availability:
         return cuda_device_availability(9, self.needs)
