@@ -125,9 +125,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_a_target_without_a_reproducer_is_refused_by_name(tmp_path, capsys):
-    assert main(["export", str(ROOT / CASES / "bank-conflicts-under-count.json"), "--to", str(tmp_path),
+    assert main(["export", str(ROOT / CASES / "tma-encode-interleave-32b-accepted.json"), "--to", str(tmp_path),
                  "--known", str(LEDGER)]) == 2
-    assert "triton.bank_conflicts has no reproducer script" in capsys.readouterr().err
+    assert "tma.encode has no reproducer script" in capsys.readouterr().err
 
 
 def test_known_report_records_status_and_link(tmp_path, capsys):

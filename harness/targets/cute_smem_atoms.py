@@ -136,6 +136,10 @@ class CuteSmemAtoms(Target):
         return Comparison(False, len(wrong), examples, f"{p['kind']}: elements at other addresses than the hardware's",
                           f"{_text(observed)} as a swizzled pointer puts {len(wrong)} of {len(got)} elements elsewhere")
 
+    def reproducer_script(self, case: Case) -> str:
+        """A script that needs only the CuTe DSL (``layoutfuzz export``)."""
+        return reproducer(case)
+
     def metrics(self, case: Case, observed: Any) -> Mapping[str, float]:
         """Whether the composed layout read as a function in elements (its docstring's words) gives the same addresses."""
         p = case.params
@@ -208,3 +212,85 @@ def _coord(index: int, shape: Sequence[int]) -> list[int]:
 
 def _text(observed: Mapping[str, Any]) -> str:
     return f"S<{','.join(map(str, observed['swizzle']))}> o {observed['offset']} o {observed['shape']}:{observed['stride']}"
+
+
+def reproducer(case: Case) -> str:
+    """A script that needs only the CuTe DSL: ``cute.tile_to_shape`` of the case's atom in a ``@cute.jit`` function in a
+    child process, judged by CuTe's definitions written inline: the atom of cute/atom/mma_traits_sm90_gmma.hpp (8 rows
+    of the swizzle's width, K- or MN-major, Swizzle<B,4,3> on byte addresses), atoms placed as tile_to_shape places
+    them, and CuTe C++'s refusal of a shape the atom does not divide."""
+    from layoutfuzz.harness.targets.cute_layouts import dsl_probe
+    from layoutfuzz.harness.targets.cute_scripts import SCRIPT_HELPERS
+    from layoutfuzz.harness.targets.script_parts import PARENT_IMPORTS, RUN_CHILD
+
+    p = case.params
+    shape, order, bits = tuple(p["shape"]), tuple(p["order"]), ELEMENTS[p["element"]]
+    constants = (f"KIND = warpgroup.SmemLayoutAtomKind.{p['kind']}\nDTYPE = cutlass.{DSL_TYPES[p['element']]}\n"
+                 f"SHAPE = {shape!r}\nORDER = {order!r}\n")
+    read = ('{"swizzle": [int(r.inner.num_bits), int(r.inner.num_base), int(r.inner.num_shift)], '
+            '"offset": static(r.offset), "shape": static(r.outer.shape), "stride": static(r.outer.stride)}')
+    child = dsl_probe(constants, "cute.tile_to_shape(warpgroup.make_smem_layout_atom(KIND, DTYPE), SHAPE, ORDER)", read,
+                      "import cutlass\nfrom cutlass.cute.nvgpu import warpgroup\n")
+    return f'''"""The CuTe DSL's tile_to_shape of a Hopper shared-memory atom ({case.case_id}, found by layoutfuzz): the
+{p["kind"]} atom of {p["element"]} ({bits}-bit elements) tiled to {shape} in order {order}, read as the DSL's kernels use it
+(the layout on a pointer swizzled by its swizzle, which acts on byte addresses). CuTe C++ refuses a shape the atom does
+not divide ('tile_to_shape: block shape does not divide the target shape'); otherwise every element must sit at the
+address CuTe's atom and tile_to_shape define. Needs only the CuTe DSL; runs on a CPU. Exit 1 while the problem shows, 0
+once it is gone, 2 where this release lacks the atom or type."""
+{PARENT_IMPORTS}from math import prod
+
+KIND = {p["kind"]!r}
+BITS = {bits}
+SHAPE = {shape!r}
+ORDER = {order!r}
+# CuTe's atom (cute/atom/mma_traits_sm90_gmma.hpp), in bits: 8 rows of the swizzle's width W, K-major (8, W):(W, 1)
+# or MN-major (W, 8):(1, W), on a pointer swizzled by Swizzle<B,4,3>: byte address bits [7, 7+B) XORed into [4, 4+B)
+W, B = {{"INTER": (128, 0), "SW32": (256, 1), "SW64": (512, 2), "SW128": (1024, 3)}}[KIND.split("_")[1]]
+K_MAJOR = KIND.startswith("K_")
+ATOM = (8, W // BITS) if K_MAJOR else (W // BITS, 8)  # in elements
+
+CHILD = r"""{child}"""
+{SCRIPT_HELPERS}{RUN_CHILD}
+
+def expected_address(i):
+    """The bit address of element i (colexicographic over SHAPE): its atom's number in the ordered layout of the
+    atoms (SHAPE / ATOM) times the atom's 8 W bits, plus its offset inside the atom; the bytes swizzled."""
+    coord, rest = [], i
+    for n in SHAPE:
+        coord.append(rest % n)
+        rest //= n
+    extents = [SHAPE[0] // ATOM[0], SHAPE[1] // ATOM[1], *SHAPE[2:]]
+    tile = [coord[0] // ATOM[0], coord[1] // ATOM[1], *coord[2:]]
+    number, step = 0, 1
+    for mode in sorted(range(len(extents)), key=lambda m: ORDER[m]):  # make_ordered_layout: the lowest order fastest
+        number += tile[mode] * step
+        step *= extents[mode]
+    mn, k = coord[0] % ATOM[0], coord[1] % ATOM[1]
+    bits = number * 8 * W + (mn * (W // BITS) + k if K_MAJOR else mn + k * (W // BITS)) * BITS
+    byte = bits >> 3
+    return (byte ^ (((byte >> 7) & ((1 << B) - 1)) << 4)) << 3 | (bits & 7)
+
+
+def observed_address(R, i):
+    """The bit address of element i of the DSL's answer: the layout's offset, on the swizzled pointer."""
+    bits = (R["offset"] + at((tup(R["shape"]), tup(R["stride"])), i)) * BITS
+    return swizzle(bits >> 3, *R["swizzle"]) << 3 | (bits & 7)
+
+
+print("nvidia-cutlass-dsl", __import__("importlib.metadata").metadata.version("nvidia-cutlass-dsl"))
+divides = SHAPE[0] % ATOM[0] == 0 and SHAPE[1] % ATOM[1] == 0
+want = (f"every element at CuTe's address (element 1 at bit {{expected_address(1)}})" if divides else
+        f"a refusal: the atom {{ATOM}} does not divide {{SHAPE}}")
+R = run_child(CHILD, want)
+print("expected:", want)
+if "raised" in R:
+    print("observed: raised", R["raised"][:300])
+    sys.exit(1 if divides else 0)
+text = f"S<{{','.join(map(str, R['swizzle']))}}> o {{R['offset']}} o {{R['shape']}}:{{R['stride']}}"
+if not divides:
+    print("observed:", text, "of size", size(R["shape"]), "for", prod(SHAPE), "elements")
+    sys.exit(1)
+wrong = [i for i in range(prod(SHAPE)) if size(R["shape"]) != prod(SHAPE) or observed_address(R, i) != expected_address(i)]
+print("observed:", text, f"({{len(wrong)}} elements elsewhere)" if wrong else "")
+sys.exit(1 if wrong else 0)
+'''

@@ -187,6 +187,10 @@ class TritonBankConflicts(GluonTarget):
         except Exception as exc:
             return {"exception": f"{type(exc).__name__}: {exc}"}
 
+    def reproducer_script(self, case: Case) -> str:
+        """A script that needs only Triton (``layoutfuzz export``)."""
+        return reproducer(case, *self._layouts(case))
+
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
         if "exception" in observed:
             return Comparison(False, 1, (observed["exception"],), "exception", "Triton raised on a valid pair")
@@ -229,6 +233,108 @@ class TritonBankConflicts(GluonTarget):
         ax.set_title(f"{report['case_id']}: the busiest transaction; exact {expected.get('bank_conflicts')} conflict(s), "
                      f"Triton {observed.get('bank_conflicts', observed)}", fontsize=9)
         return fig
+
+
+DTYPES = {8: "int8", 16: "float16", 32: "float32", 64: "float64"}
+
+
+def reproducer(case: Case, shared: LinearLayout, dist: LinearLayout, bases: list[list[int]] | None) -> str:
+    """A script that needs only Triton: a Gluon kernel asks ``ttgl.bank_conflicts`` for the case's pair (Triton's own
+    tests do the same), compiled for sm_90 on the CPU in a child process; the exact count is computed inline from
+    where each register and lane bit of warp 0 lands in shared memory (the two layouts' definitions, from
+    layoutfuzz's oracle, written in): one warp's accesses, vectorised as Triton's lowering does, each 128-byte
+    transaction's busiest bank counted in distinct 4-byte words."""
+    from layoutfuzz.harness.targets.script_parts import (
+        GLUON_CHILD_HEAD,
+        PARENT_IMPORTS,
+        RUN_CHILD,
+        TRITON_CHILD_ENV,
+        gluon_constructor,
+    )
+    from layoutfuzz.harness.triton_compat.gluon_layouts import num_warps
+    from layoutfuzz.oracles.algorithms import LANE, REGISTER, to_offsets
+
+    p = case.params
+    cvt = to_offsets(shared, dist)
+    dtype, shape = DTYPES[p["elem_bits"]], list(p["shape"])
+    dist_source = gluon_constructor(p["distributed"])
+    shared_source = gluon_constructor(p["shared"]) if bases is None else f"ttgl.SharedLinearLayout(offset_bases={bases!r})"
+    return f'''"""Triton's bank-conflict count of one pair of layouts ({case.case_id}, found by layoutfuzz): a {shape} {dtype}
+tensor in {dist_source}
+read from or written to a shared buffer of {shared_source}.
+ttgl.bank_conflicts documents the excess accesses each wavefront of one warp's ld/st.shared needs; the script counts
+them from the accesses. Needs only Triton; runs on a CPU (the kernel is compiled for sm_90, not run). Exit 1 while
+Triton's count is not the exact one (or Triton aborts), 0 once it is, 2 where this release lacks a layout."""
+{PARENT_IMPORTS}from collections import Counter
+
+BITS = {p["elem_bits"]}
+# the shared-memory offset (in elements) of each register bit and each lane bit of warp 0: the distributed layout's
+# register and lane bases mapped through the inverse of the shared layout (both layouts' definitions)
+REGISTER = {list(cvt.dim_columns(REGISTER))!r}
+LANE = {list(cvt.dim_columns(LANE))!r}
+
+CHILD = r"""{GLUON_CHILD_HEAD}
+
+REG, SMEM = unavailable(lambda: (ttgl.distributed_type(ttgl.{dtype}, {shape!r}, {dist_source}),
+                                 ttgl.shared_memory_descriptor_type(ttgl.{dtype}, {shape!r}, {shared_source}, {shape!r})))
+
+
+@gluon.jit
+def probe(R: ttgl.constexpr, M: ttgl.constexpr):
+    ttgl.static_print("bank conflicts:", ttgl.bank_conflicts(R, M))
+
+
+text, raised = printed(probe, {{"R": REG, "M": SMEM}}, {num_warps(tl.from_dict(p["distributed"]))})
+found = re.search(r"bank conflicts: \\D*(\\d+)", text)
+print("ANSWER", json.dumps({{"conflicts": int(found[1])}} if found else {{"raised": raised or text[-300:]}}))
+"""
+{RUN_CHILD}
+
+def span(vectors):
+    """Every XOR combination of the vectors, index bit k choosing vector k."""
+    table = [0]
+    for x in vectors:
+        table += [t ^ x for t in table]
+    return table
+
+
+def vector_bits():
+    """log2 of the elements one ld/st.shared moves: the widest power of two, at most 128 bits, whose offsets
+    1, 2, .. 2^(k-1) are register bits while no other register or lane bit touches those low offset bits."""
+    k = 0
+    while (2 << k) * BITS <= 128 and (1 << k) in REGISTER:
+        units = {{1 << j for j in range(k + 1)}}
+        if any(x & ((2 << k) - 1) for x in [r for r in REGISTER if r not in units] + LANE):
+            break
+        k += 1
+    return k
+
+
+def exact_conflicts():
+    """The busiest bank's distinct 4-byte words, less one, over every instruction and 128-byte transaction."""
+    v = vector_bits()
+    words = max(1, (1 << v) * BITS // 8 // 4)  # 4-byte words (banks) one lane's vector spans
+    lanes = 32 // words  # a vector over n banks splits the warp into n transactions, by its highest lane bits
+    starts = span(LANE)  # the offset of lane i's vector
+    worst = 0
+    for base in span([r for r in REGISTER if r not in {{1 << j for j in range(v)}}]):
+        byte = [(s ^ base) * BITS // 8 for s in starts]
+        for first in range(0, 32, lanes):
+            asked = {{b // 4 + w for b in byte[first:first + lanes] for w in range(words)}}
+            worst = max(worst, max(Counter(w % 32 for w in asked).values()))
+    return worst - 1
+
+
+print("triton", __import__("triton").__version__)
+expected = f"{{exact_conflicts()}} bank conflict(s) (vectors of {{1 << vector_bits()}} elements)"
+got = run_child(CHILD, expected, {TRITON_CHILD_ENV})
+print("expected:", expected)
+if "conflicts" not in got:
+    print("observed: no count:", got["raised"])
+    sys.exit(1)
+print("observed:", got["conflicts"], "bank conflict(s)")
+sys.exit(0 if got["conflicts"] == exact_conflicts() else 1)
+'''
 
 
 def _illegal(a: str, x: Any, b: str, y: Any) -> bool:

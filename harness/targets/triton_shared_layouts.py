@@ -120,6 +120,10 @@ class TritonSharedLayouts(GluonTarget):
     def compare(self, case: Case, expected: Any, observed: Any) -> Comparison:
         return compare_offsets(expected, observed)
 
+    def reproducer_script(self, case: Case) -> str:
+        """A script that needs only Triton (``layoutfuzz export``)."""
+        return reproducer(case)
+
 
 def compiled_offsets(layout: tl.Layout, shape: list[int], elem_bits: int) -> dict[str, Any]:
     """Triton's account of a shared layout: {"offset": the row-major flat index of the element at each offset
@@ -179,3 +183,68 @@ def offset_bases(rows: int, cols: int, offsets: Sequence[int]) -> dict[str, Any]
     if not np.array_equal(spanned, element):
         return {"exception": "not F2-linear: an offset's element is not the XOR of its bits' elements"}
     return {"offset": bases}
+
+
+def reproducer(case: Case) -> str:
+    """A script that needs only Triton: a Gluon kernel a user writes (a buffer of the case's shared layout, reshaped to
+    1-D, its layout printed by ``static_print``), compiled for sm_90 on the CPU in a child process; the offset bases
+    of the layout's definition (from layoutfuzz's oracle, as the row-major index each offset bit reaches) are written
+    in, and the property every memory layout has (one-to-one: 2^n distinct offsets) is checked inline."""
+    from layoutfuzz.harness.targets.script_parts import (
+        GLUON_CHILD_HEAD,
+        PARENT_IMPORTS,
+        RUN_CHILD,
+        TRITON_CHILD_ENV,
+        gluon_constructor,
+    )
+
+    p = case.params
+    shape = list(p["shape"])
+    source = gluon_constructor(p["layout"])
+    want = flat_offsets(tl.from_dict(p["layout"]), shape)
+    return f'''"""Triton's shared layout as its compiler lays a buffer out ({case.case_id}, found by layoutfuzz): a Gluon kernel
+allocates a {shape} {DTYPES[p["elem_bits"]]} buffer of {source}
+and reshapes it to 1-D; the layout Triton infers for the reshaped buffer says which element (its row-major index) each
+offset bit reaches. A shared layout is a memory layout: those bases must be one-to-one (2^n distinct offsets) and be
+the layout's definition. Needs only Triton; runs on a CPU (the kernel is compiled for sm_90, not run). Exit 1 while the
+answer is wrong (or Triton aborts), 0 once right, 2 where this release lacks the layout."""
+{PARENT_IMPORTS}
+SHAPE = {shape!r}
+# the row-major index of the element each offset bit reaches, by the layout's definition
+EXPECTED = {want!r}
+
+CHILD = r"""{GLUON_CHILD_HEAD}
+
+LAYOUT = unavailable(lambda: {source})
+
+
+@gluon.jit
+def probe(S: ttgl.constexpr, SHAPE: ttgl.constexpr, N: ttgl.constexpr):
+    smem = ttgl.allocate_shared_memory(ttgl.{DTYPES[p["elem_bits"]]}, SHAPE, S)
+    ttgl.static_print(smem.reshape([N]).layout)
+
+
+text, raised = printed(probe, {{"S": LAYOUT, "SHAPE": {shape!r}, "N": {prod(shape)}}}, 4)
+found = re.search(r"offset_bases=(\\[[\\[\\]\\d, ]*\\])", text)
+print("ANSWER", json.dumps({{"offset": [b[0] for b in json.loads(found[1])]}} if found else {{"raised": raised or text[-300:]}}))
+"""
+{RUN_CHILD}
+
+def one_to_one(bases):
+    """Whether the offsets the bases reach (the XOR of the bases of each offset's set bits) are all distinct."""
+    reached = [0]
+    for basis in bases:
+        reached += [x ^ basis for x in reached]
+    return len(set(reached)) == len(reached)
+
+
+print("triton", __import__("triton").__version__)
+expected = f"offset bases {{EXPECTED}} (one-to-one: {{one_to_one(EXPECTED)}})"
+got = run_child(CHILD, expected, {TRITON_CHILD_ENV})
+print("expected:", expected)
+if "offset" not in got:
+    print("observed: no layout:", got["raised"])
+    sys.exit(1)
+print("observed:", f"offset bases {{got['offset']}} (one-to-one: {{one_to_one(got['offset'])}})")
+sys.exit(0 if got["offset"] == EXPECTED else 1)
+'''
