@@ -15,7 +15,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as ttgl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma
 
-from layoutfuzz.harness.triton_compat.gluon_ops import cluster_barrier, reinterpret, tma_load, tma_store
+from layoutfuzz.harness.triton_compat.barriers import barrier_of_each_cta, publish_barrier_init
+from layoutfuzz.harness.triton_compat.gluon_ops import reinterpret, tma_load, tma_store
 
 
 @gluon.jit
@@ -123,37 +124,40 @@ def tma_probe(in_desc, out_desc, raw, fill, COORD: ttgl.constexpr, N: ttgl.const
 
 
 @gluon.jit
+def _load_over_cluster(in_desc, out, BUFFERS: ttgl.constexpr, SLOT: ttgl.constexpr, COORD: ttgl.constexpr,
+                       L: ttgl.constexpr, BYTES: ttgl.constexpr, S0: ttgl.constexpr, S1: ttgl.constexpr,
+                       MULTICAST: ttgl.constexpr):
+    """A TMA load over a cluster as Triton's own tests of it write one: a barrier of each CTA's own, initialised and
+    published to the cluster, each CTA expecting its part's ``BYTES``, waiting on its own barrier."""
+    smem = ttgl.allocate_shared_memory(in_desc.dtype, [BUFFERS, S0, S1], in_desc.layout)
+    bar = barrier_of_each_cta()
+    mbarrier.init(bar, count=1)
+    publish_barrier_init()
+    mbarrier.expect(bar, BYTES)
+    if MULTICAST:
+        tma_load(in_desc, COORD, bar, smem.index(SLOT), multicast=True)
+    else:
+        tma_load(in_desc, COORD, bar, smem.index(SLOT))
+    mbarrier.wait(bar, phase=0, deps=[smem])
+    ttgl.store(out + _offsets_2d(L, S0, S1), smem.index(SLOT).load(L))
+    mbarrier.invalidate(bar)
+
+
+@gluon.jit
 def tma_cluster_probe(in_desc, out, BUFFERS: ttgl.constexpr, SLOT: ttgl.constexpr, COORD: ttgl.constexpr,
-                      L: ttgl.constexpr, BAR: ttgl.constexpr, BYTES: ttgl.constexpr, S0: ttgl.constexpr, S1: ttgl.constexpr):
+                      L: ttgl.constexpr, BYTES: ttgl.constexpr, S0: ttgl.constexpr, S1: ttgl.constexpr):
     """Over a cluster (``num_ctas``): TMA-load the block at ``COORD`` into buffer ``SLOT`` of ``BUFFERS`` (a subview of
     one allocation, the descriptor's CTA-split NVMMA layout), each CTA its part (``BYTES`` on its own barrier); read
     the subview in ``L`` (the same CTA split) and store it to ``out``, row-major."""
-    smem = ttgl.allocate_shared_memory(in_desc.dtype, [BUFFERS, S0, S1], in_desc.layout)
-    bar = ttgl.allocate_shared_memory(ttgl.int64, [1], BAR)
-    mbarrier.init(bar, count=1)
-    mbarrier.expect(bar, BYTES)
-    tma_load(in_desc, COORD, bar, smem.index(SLOT))
-    mbarrier.wait(bar, phase=0)
-    cluster_barrier()  # from 3.7.1 only the lead CTA waits: the others learn of their data here
-    mbarrier.invalidate(bar)
-    ttgl.store(out + _offsets_2d(L, S0, S1), smem.index(SLOT).load(L))
+    _load_over_cluster(in_desc, out, BUFFERS, SLOT, COORD, L, BYTES, S0, S1, False)
 
 
 @gluon.jit
 def tma_multicast_probe(in_desc, out, BUFFERS: ttgl.constexpr, SLOT: ttgl.constexpr, COORD: ttgl.constexpr,
-                        L: ttgl.constexpr, BAR: ttgl.constexpr, BYTES: ttgl.constexpr, S0: ttgl.constexpr,
-                        S1: ttgl.constexpr):
+                        L: ttgl.constexpr, BYTES: ttgl.constexpr, S0: ttgl.constexpr, S1: ttgl.constexpr):
     """``tma_cluster_probe`` with a multicast load: the CTAs that hold the same part of the block get it from one load
-    (Triton 3.7.1 on; compiled on a CPU and its PTX checked, ``triton.tma_multicast``)."""
-    smem = ttgl.allocate_shared_memory(in_desc.dtype, [BUFFERS, S0, S1], in_desc.layout)
-    bar = ttgl.allocate_shared_memory(ttgl.int64, [1], BAR)
-    mbarrier.init(bar, count=1)
-    mbarrier.expect(bar, BYTES)
-    tma_load(in_desc, COORD, bar, smem.index(SLOT), multicast=True)
-    mbarrier.wait(bar, phase=0)
-    cluster_barrier()
-    mbarrier.invalidate(bar)
-    ttgl.store(out + _offsets_2d(L, S0, S1), smem.index(SLOT).load(L))
+    (Triton 3.7.1 on)."""
+    _load_over_cluster(in_desc, out, BUFFERS, SLOT, COORD, L, BYTES, S0, S1, True)
 
 
 @gluon.jit

@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import Any
 
 LOADED_MODULES = 64  # CUDA modules a launcher keeps loaded
-ABI = 2  # bump when what a key covers changes (the probes' code, the arguments they take)
+ABI = 2  # bump when what every key covers changes (the arguments the probes take)
+# a target's own revision, in its keys where not 0: bump it when its probe's code changes (the cluster loads' barrier of
+# each CTA's own, harness.triton_compat.barriers)
+REVISIONS = {"triton.tma_cluster": 1, "triton.tma_cluster_multicast": 1}
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,8 @@ def from_triton(compiled: Any) -> CompiledKernel:
 def kernel_key(target: str, params: dict[str, Any]) -> str:
     """The content hash a case's kernel is filed under: its target and its parameters (which fix the
     kernel's source, constexprs and warps), never the version that compiles it."""
-    text = json.dumps({"abi": ABI, "target": target, "params": params}, sort_keys=True, separators=(",", ":"))
+    revision = {"revision": REVISIONS[target]} if target in REVISIONS else {}
+    text = json.dumps({"abi": ABI, "target": target, "params": params, **revision}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

@@ -160,3 +160,34 @@ def test_triton_3_6_takes_a_ctas_part_from_the_low_bit_of_its_rank_where_the_cga
         assert rows == want
     else:
         pytest.skip(f"Triton {triton.__version__} was not checked")
+
+
+@pytest.mark.parametrize("probe", ["tma_cluster_probe", "tma_multicast_probe"])
+def test_each_cta_completes_its_copies_on_its_own_barrier(probe, tmp_path, monkeypatch):
+    # PTX: a non-multicast cp.async.bulk.tensor on sm_90 completes only a barrier in its destination's CTA, a multicast
+    # one the barrier at the same offset in each destination; CTA r's shared::cta addresses carry r from bit 24. A
+    # barrier of each CTA's own (Triton's own tests' allocate_mbarrier) keeps bit 24 of the address the CTA computed;
+    # the lead CTA's barrier of the whole cluster clears it (``and.b32 %r, %r, -16777232``), which hangs an H100
+    triton = pytest.importorskip("triton")
+    from layoutfuzz.gpu import gluon_probes
+    from layoutfuzz.gpu.ptx_eval import Kernel
+    from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90
+    from layoutfuzz.gpu.targets.triton_tma_cluster import probe_arguments, probe_signature
+    from layoutfuzz.gpu.targets.triton_tma_multicast import multicast_missing
+
+    if probe == "tma_multicast_probe" and multicast_missing():
+        pytest.skip(multicast_missing())
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    for splits in (["rows"], ["copies", "rows"]):
+        p = {"elem_bits": 16, "swizzle": 0, "splits": splits, "block": [8 << (len(splits) - 1), 16], "global_shape": [16, 16],
+             "coord": [0, 0], "row_pad": 0, "buffers": 2, "slot": 1, "num_warps": 1}
+        layout, constexprs = probe_arguments(p)
+        ctas = 1 << len(splits)
+        ptx = compile_for_sm90(getattr(gluon_probes, probe), probe_signature(p, layout), constexprs, 1, ctas).asm["ptx"]
+        issued = 0
+        for rank in range(ctas):  # a CTA whose part another multicasts to it issues none
+            base = {"global_smem": rank << 24}  # where this CTA's shared::cta window starts, as the H100 numbers it
+            loads = [load for load in Kernel(ptx).tensor_loads(32, ctas, base) if load.rank == rank]
+            assert {load.barrier >> 24 for load in loads} <= {rank}, (triton.__version__, probe, splits, rank)
+            issued += len(loads)
+        assert issued >= ctas // 2, (triton.__version__, probe, splits)

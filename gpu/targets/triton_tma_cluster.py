@@ -4,8 +4,8 @@ targeting the wrong CTA: triton-lang/triton#11064 and #11136).
 
 The descriptor's NVMMA layout splits the block between the CTAs (``cga_layout``: each CTA base moves one CTA tile
 along the rows or the columns, or is zero: CTAs that hold the same part, each loading it). Each CTA loads its part on
-its own barrier into buffer ``slot`` of ``buffers`` and reads it back in a blocked layout of the same split; the block
-is stored row-major. The oracle is the tiled load of PTX 9.7.9.25.5.2 (``cp.async.bulk.tensor``): each element of the
+its own barrier (as Triton's own tests of cluster TMA loads allocate it: ``harness.triton_compat.barriers``) into
+buffer ``slot`` of ``buffers`` and reads it back in a blocked layout of the same split; the block is stored row-major. The oracle is the tiled load of PTX 9.7.9.25.5.2 (``cp.async.bulk.tensor``): each element of the
 block is the tensor's at ``coord`` plus its index, and zero outside the tensor (Triton's ``padding="zero"``); and
 each CTA's box is its part of the block, as wide as the swizzle span (``oracles.tma.block_boxes``).
 """
@@ -86,9 +86,6 @@ def probe_arguments(p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     registers read the block in a blocked layout of the same split (a CTA reads only its own shared memory: Triton
     3.6.0 fails to legalize a local_load from another CTA's)."""
     from triton.experimental.gluon import language as ttgl
-    from triton.experimental.gluon.language.nvidia.hopper import mbarrier
-
-    from layoutfuzz.harness.triton_compat.barriers import tma_barrier_bases
 
     e = p["elem_bits"] // 8
     bases = cga_bases(p["splits"])
@@ -97,8 +94,7 @@ def probe_arguments(p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     lanes = min(32, columns // vector)
     registers = ttgl.BlockedLayout([1, vector], [32 // lanes, lanes], [p["num_warps"], 1], [1, 0], cga_layout=bases)
     constexprs = {"BUFFERS": p["buffers"], "SLOT": p["slot"], "COORD": tuple(p["coord"]), "L": registers,
-                  "BAR": mbarrier.MBarrierLayout(cga_layout=tma_barrier_bases(len(bases))), "BYTES": rows * columns * e,
-                  "S0": p["block"][0], "S1": p["block"][1]}
+                  "BYTES": rows * columns * e, "S0": p["block"][0], "S1": p["block"][1]}
     return ttgl.NVMMASharedLayout(p["swizzle"], p["elem_bits"], 2, cga_layout=bases), constexprs
 
 

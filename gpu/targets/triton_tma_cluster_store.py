@@ -52,7 +52,7 @@ class TritonTmaClusterStore(TritonTmaCluster):
 
         p = case.params
         layout, constexprs = probe_arguments(p)
-        constexprs = {k: v for k, v in constexprs.items() if k not in ("BAR", "BYTES")}  # a store waits on no barrier
+        constexprs = {k: v for k, v in constexprs.items() if k != "BYTES"}  # a store waits on no barrier
         signature = probe_signature(p, layout)
         signature = {"out_desc": signature["in_desc"], "src": signature["out"]}
         return KernelSpec(getattr(gluon_probes, self.probe_name), signature, constexprs, p["num_warps"], 1 << len(p["splits"]))

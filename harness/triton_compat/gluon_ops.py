@@ -4,8 +4,6 @@
   ``tma.async_load`` / ``async_store`` from 3.8.0 (3.9.0 removed the old names).
 - A shared-memory view with another type, shape or layout: ``shared_memory_descriptor._reinterpret``
   up to 3.8.0, ``reinterpret`` from 3.9.0.
-- A barrier of every CTA of the cluster: none in 3.6.0, ``cluster.arrive`` and ``cluster.wait`` in 3.7.x,
-  ``cluster.barrier`` from 3.8.0.
 """
 
 from __future__ import annotations
@@ -23,16 +21,3 @@ def reinterpret(smem, dtype, shape, layout, _semantic=None):
     view = getattr(smem, "reinterpret", None) or smem._reinterpret
     return view(dtype, shape, layout, _semantic=_semantic)
 
-
-@builtin
-def cluster_barrier(_semantic=None):
-    """Every CTA of the cluster meets here, its shared-memory writes released to the others (Triton's multi-CTA model,
-    3.7.1 on: a TMA over a cluster completes on the lead CTA's barrier, which only the lead waits on, so the others
-    learn of their data here). Nothing in 3.6.0, whose Gluon has no cluster barrier and whose CTAs each wait on their
-    own."""
-    builder = _semantic.builder
-    if hasattr(builder, "create_cluster_barrier"):
-        builder.create_cluster_barrier(False)
-    elif hasattr(builder, "create_cluster_arrive"):
-        builder.create_cluster_arrive(False)
-        builder.create_cluster_wait()
