@@ -20,6 +20,7 @@ LOOSE = 32  # characters a clipped cell keeps while a column can still be droppe
 FLOOR = 12  # ... and while another column can still give
 SHORT = {"unsupported": "unsup", "pass rate %": "pass %"}  # headers a terminal abbreviates
 ROOT_CAUSE_VIEW = ["status", "bucket", "target", "outcome", "cases", "signature", "attribution"]
+FAILING_SHOWN = 12  # new or regressed root causes a night prints in full (3 lines each); the rest are in its files
 
 
 def clip(text: object, width: int) -> object:
@@ -154,19 +155,25 @@ def failing_lines(failing: pd.DataFrame, where: str, width: int = WIDTH) -> list
 
 
 def per_target(table: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
-    """One row per target of a pass-rate table: cases, pass rate and its root causes by verdict."""
+    """One row per target of a pass-rate table: cases, pass rate and its root causes by verdict (a target none of
+    whose cases could run here says so)."""
     totals = table[table["family"] == "(all)"]
     causes = {t: status_counts(rows["status"]) for t, rows in verdicts.groupby("target")} if not verdicts.empty else {}
+    unrun = totals["cases"] == totals.get("unsupported", -1)
     return pd.DataFrame({"target": totals["target"], "cases": totals["cases"], "pass rate %": totals["pass rate %"],
-                         "root causes": [causes.get(t, "none") for t in totals["target"]]})
+                         "root causes": [causes.get(t, "unsupported here" if u else "none")
+                                         for t, u in zip(totals["target"], unrun)]})
 
 
 def night_report(night: str, table: pd.DataFrame, verdicts: pd.DataFrame, failing: pd.DataFrame, out: str) -> str:
-    """A night on a terminal: what is new and regressed, then one line per target; the per-family tables and
-    every root cause are in ``out``'s files (and behind ``--verbose``)."""
+    """A night on a terminal: what is new and regressed (the first ``FAILING_SHOWN`` in full), then one line per
+    target; the per-family tables and every root cause are in ``out``'s files (and behind ``--verbose``)."""
+    where = f"{out}/root-causes.md"
     lines = [clip(f"nightly {night}: " + (f"{len(verdicts)} root cause(s): {status_counts(verdicts['status'])}"
                                           if not verdicts.empty else "no root causes"), WIDTH)]
-    lines += failing_lines(failing, f"{out}/root-causes.md") if not failing.empty else ["nothing new or regressed"]
+    lines += failing_lines(failing.head(FAILING_SHOWN), where) if not failing.empty else ["nothing new or regressed"]
+    if len(failing) > FAILING_SHOWN:
+        lines.append(clip(f"and {len(failing) - FAILING_SHOWN} more new or regressed root cause(s): {where}", WIDTH))
     lines += ["", show(per_target(table, verdicts), "md"), ""]
     lines.append(clip(f"per family and per root cause: {out}/ (table.md, root-causes.md, report.html) or --verbose", WIDTH))
     return "\n".join(lines)
