@@ -194,6 +194,50 @@ def thread_holders(layout: Any, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
+def tiled_source(layout: Mapping[str, Any]) -> str:
+    """A tiled layout dict ({"tiles", "warp_dims", "lane_dims", "vector_dim"}) as the script line that builds it, its
+    replicated dims as ``REPLICATED(n)`` (a script sets ``REPLICATED = fa.Replicated``), uncanonicalized."""
+    def dims(data: list[Any]) -> str:
+        names = [str(d) if isinstance(d, int) else "REPLICATED({})".format(d["replicated"]) for d in data]
+        return "(" + "".join(f"{n}, " for n in names) + ")"
+
+    return (f"fa.TiledLayout(fa.Tiling({tuple(tuple(t) for t in layout['tiles'])!r}), {dims(layout['warp_dims'])}, "
+            f"{dims(layout['lane_dims'])}, {layout['vector_dim']}, _check_canonical=False)")
+
+
+# script text: holders(layout, shape), which thread and register hold each element, from Mosaic's own index code run
+# on NumPy integers for the 128 threads of a warpgroup (a script imports numpy as np, fa and utils from Mosaic GPU)
+HOLDERS = '''THREADS = 128
+
+
+class Numbers:  # arith on integers, one value per thread: thread_idxs emits addi/muli/divui/remui on the thread index
+    addi = staticmethod(lambda a, b: a + b)
+    muli = staticmethod(lambda a, b: a * b)
+    divui = staticmethod(lambda a, b: a // b)
+    remui = staticmethod(lambda a, b: a % b)
+    index_castui = staticmethod(lambda _type, a: a)
+    constant = staticmethod(lambda _type, value: value)
+
+
+def holders(layout, shape):
+    """[thread, register element] -> the row-major index in ``shape`` of the element it holds."""
+    fa.arith = utils.arith = Numbers
+    fa.c = utils.c = lambda value, _type=None: int(value)
+    utils.thread_idx = lambda: np.arange(THREADS)
+    from jaxlib.mlir import ir
+    with ir.Context():  # the index code names MLIR integer types
+        starts = list(layout.thread_idxs(shape))
+    strides = tuple(utils.get_contiguous_strides(shape))
+    step = layout.tiling.tile_strides(strides)[layout.vector_dim]
+    out = np.zeros((THREADS, len(starts) * layout.vector_length), dtype=np.int64)
+    for r, index in enumerate(starts):
+        linear = sum(np.broadcast_to(np.asarray(i), (THREADS,)) * s for i, s in zip(index, strides))
+        for v in range(layout.vector_length):
+            out[:, r * layout.vector_length + v] = linear + v * step
+    return out
+'''
+
+
 def reproducer(case: Case) -> str | None:
     """A script that needs only JAX (and NumPy): it builds the case's TiledLayout as Mosaic's own passes do
     (``_check_canonical=False``), canonicalizes it and compares which thread and register hold each element before and
@@ -202,9 +246,6 @@ def reproducer(case: Case) -> str | None:
     p = case.params
     if p["family"] != "random":
         return None
-    dims = {k: tuple(d if isinstance(d, int) else f"REPLICATED({d['replicated']})" for d in p[k])
-            for k in ("warp_dims", "lane_dims")}
-    literal = {k: "(" + "".join(f"{d}, " for d in v) + ")" for k, v in dims.items()}
     return f'''"""Mosaic GPU's TiledLayout.canonicalize() on one layout ({case.case_id}, found by layoutfuzz): the canonical form
 must hold every element in the same thread and register as the layout it came from. Needs only JAX and NumPy; runs on a
 CPU. Exit 1 while they differ (or canonicalize raises), 0 once they agree, 2 where this JAX lacks the API."""
@@ -222,40 +263,11 @@ except ImportError as exc:
 
 REPLICATED = fa.Replicated
 SHAPE = {tuple(p["shape"])!r}
-LAYOUT = fa.TiledLayout(fa.Tiling({tuple(tuple(t) for t in p["tiles"])!r}), {literal["warp_dims"]}, {literal["lane_dims"]},
-                        {p["vector_dim"]}, _check_canonical=False)  # as Mosaic's own passes build one
-THREADS = 128
-
-
-class Numbers:  # arith on integers, one value per thread: thread_idxs emits addi/muli/divui/remui on the thread index
-    addi = staticmethod(lambda a, b: a + b)
-    muli = staticmethod(lambda a, b: a * b)
-    divui = staticmethod(lambda a, b: a // b)
-    remui = staticmethod(lambda a, b: a % b)
-    index_castui = staticmethod(lambda _type, a: a)
-    constant = staticmethod(lambda _type, value: value)
-
-
-def holders(layout):
-    """[thread, register element] -> the row-major index of the element it holds."""
-    fa.arith = utils.arith = Numbers
-    fa.c = utils.c = lambda value, _type=None: int(value)
-    utils.thread_idx = lambda: np.arange(THREADS)
-    from jaxlib.mlir import ir
-    with ir.Context():  # the index code names MLIR integer types
-        starts = list(layout.thread_idxs(SHAPE))
-    strides = tuple(utils.get_contiguous_strides(SHAPE))
-    step = layout.tiling.tile_strides(strides)[layout.vector_dim]
-    out = np.zeros((THREADS, len(starts) * layout.vector_length), dtype=np.int64)
-    for r, index in enumerate(starts):
-        linear = sum(np.broadcast_to(np.asarray(i), (THREADS,)) * s for i, s in zip(index, strides))
-        for v in range(layout.vector_length):
-            out[:, r * layout.vector_length + v] = linear + v * step
-    return out
-
+LAYOUT = {tiled_source(p)}  # as Mosaic's own passes build one
+{HOLDERS}
 
 print("jax", jax.__version__)
-expected = holders(LAYOUT)
+expected = holders(LAYOUT, SHAPE)
 print("expected: canonicalize() keeps every element where it is:", expected.shape[1], "register elements a thread,",
       "thread 0 holds", expected[0][:8].tolist())
 try:
@@ -263,7 +275,7 @@ try:
 except ValueError as exc:
     print("observed: canonicalize() raised ValueError:", exc)
     sys.exit(1)
-observed = holders(canonical)
+observed = holders(canonical, SHAPE)
 same = observed.shape == expected.shape and bool((observed == expected).all())
 print("observed:", canonical, "holds", observed.shape[1], "register elements a thread, thread 0 holds",
       observed[0][:8].tolist(), "" if same else "(elements moved)")
