@@ -6,7 +6,7 @@
 ``tma_probe``: a TMA load (flat dump of what arrived) and a TMA store of known bytes.
 ``tma_cluster_probe``: a TMA load over a cluster of CTAs into a subview of a multi-buffer, read back in registers.
 ``tma_cluster_store_probe``: its mirror, a TMA store over a cluster of CTAs from such a subview.
-``wgmma_probe``: one ``warpgroup_mma`` over operands in chosen layouts and types.
+``wgmma_probe``: one ``warpgroup_mma`` over operands in chosen layouts and types, between guard zones.
 """
 
 from __future__ import annotations
@@ -183,24 +183,39 @@ def _to_mma(x, MMA: ttgl.constexpr, ROUND: ttgl.constexpr):
 
 
 @gluon.jit
+def _guarded_operand(x, MMA: ttgl.constexpr, LAYOUT: ttgl.constexpr, POISON: ttgl.constexpr, POISON_INT: ttgl.constexpr):
+    """``x`` in the middle one of three adjacent shared buffers of ``LAYOUT`` (one allocation, as a multi-buffer), the
+    two around it holding ``POISON`` (the bits of a NaN of ``MMA``, or a large integer): the operand's guard zones, so
+    that an MMA reading past it computes with poison."""
+    buffers = ttgl.allocate_shared_memory(MMA, [3, x.shape[0], x.shape[1]], LAYOUT)
+    poison = ttgl.full(x.shape, POISON, POISON_INT, x.type.layout).to(MMA, bitcast=True)
+    buffers.index(0).store(poison)
+    buffers.index(2).store(poison)
+    buffers.index(1).store(x)
+    return buffers.index(1)
+
+
+@gluon.jit
 def wgmma_probe(a_ptr, b_ptr, c_ptr, d_ptr, M: ttgl.constexpr, N: ttgl.constexpr, K: ttgl.constexpr,
                 MMA: ttgl.constexpr, ROUND: ttgl.constexpr, ACC: ttgl.constexpr, LOAD: ttgl.constexpr,
                 A_SMEM: ttgl.constexpr, B_SMEM: ttgl.constexpr, A_IN_REGS: ttgl.constexpr, K_WIDTH: ttgl.constexpr,
-                A_MN_MAJOR: ttgl.constexpr, B_K_MAJOR: ttgl.constexpr, USE_ACC: ttgl.constexpr):
+                A_MN_MAJOR: ttgl.constexpr, B_K_MAJOR: ttgl.constexpr, USE_ACC: ttgl.constexpr,
+                POISON: ttgl.constexpr, POISON_INT: ttgl.constexpr):
     """D = A @ B (+ C) with ``warpgroup_mma``: A [M, K] from registers (DotOperandLayout) or shared
-    memory, B [K, N] from shared memory, each K- or MN-major (a permuted view of the other order)."""
+    memory, B [K, N] from shared memory, each K- or MN-major (a permuted view of the other order), each shared operand
+    between guard zones of poison (``_guarded_operand``)."""
     a = _to_mma(ttgl.load(a_ptr + _offsets_2d(LOAD, M, K)), MMA, ROUND)
     if A_IN_REGS:
         a_op = ttgl.convert_layout(a, ttgl.DotOperandLayout(0, ACC, K_WIDTH))
     elif A_MN_MAJOR:
-        a_op = ttgl.allocate_shared_memory(MMA, [K, M], A_SMEM, ttgl.permute(a, (1, 0))).permute((1, 0))
+        a_op = _guarded_operand(ttgl.permute(a, (1, 0)), MMA, A_SMEM, POISON, POISON_INT).permute((1, 0))
     else:
-        a_op = ttgl.allocate_shared_memory(MMA, [M, K], A_SMEM, a)
+        a_op = _guarded_operand(a, MMA, A_SMEM, POISON, POISON_INT)
     b = _to_mma(ttgl.load(b_ptr + _offsets_2d(LOAD, K, N)), MMA, ROUND)
     if B_K_MAJOR:
-        b_op = ttgl.allocate_shared_memory(MMA, [N, K], B_SMEM, ttgl.permute(b, (1, 0))).permute((1, 0))
+        b_op = _guarded_operand(ttgl.permute(b, (1, 0)), MMA, B_SMEM, POISON, POISON_INT).permute((1, 0))
     else:
-        b_op = ttgl.allocate_shared_memory(MMA, [K, N], B_SMEM, b)
+        b_op = _guarded_operand(b, MMA, B_SMEM, POISON, POISON_INT)
     fence_async_shared()
     oc = _offsets_2d(ACC, M, N)
     d = warpgroup_mma(a_op, b_op, ttgl.load(c_ptr + oc), use_acc=USE_ACC)

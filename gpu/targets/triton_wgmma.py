@@ -1,6 +1,12 @@
 """GPU target ``triton.wgmma``: one Gluon ``warpgroup_mma`` over operands in random shared
 layouts (swizzle, K- or MN-major), A from registers or shared memory, for pairs of storage types
-converted to an MMA type, against an exact integer reference (the paper's Table 5, per pair)."""
+converted to an MMA type, against an exact integer reference (the paper's Table 5, per pair).
+
+Each shared operand is the middle one of three adjacent buffers of its layout, the two around it poisoned (a NaN of
+the MMA type, or a large integer; ``gluon_probes._guarded_operand``): an MMA that reads past its operand's bytes in
+shared memory computes with poison, and a float product comes out NaN. The global buffers sit between guard zones too
+(``gpu.guards``). The kernel is compiled ahead or cached and launched through cuda.core on NumPy's buffers
+(``gpu.prebuilt``), or through Triton's JIT with ``$LAYOUTFUZZ_TRITON_JIT=1``."""
 
 from __future__ import annotations
 
@@ -13,14 +19,19 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
-from layoutfuzz.gpu.targets.gluon_kernel import GluonKernelTarget
+from layoutfuzz.gpu.guards import poison_bytes
+from layoutfuzz.gpu.targets.gluon_kernel import GluonKernelTarget, KernelSpec, cubin_launcher
 from layoutfuzz.harness.compare import Comparison
 
 # storage types -> (torch dtype name, Triton signature type)
 STORAGE = {"i8": ("int8", "i8"), "i16": ("int16", "i16"), "i32": ("int32", "i32"), "e4m3": ("float8_e4m3fn", "fp8e4nv"),
            "e5m2": ("float8_e5m2", "fp8e5"), "f16": ("float16", "fp16"), "bf16": ("bfloat16", "bf16"), "f32": ("float32", "fp32")}
+# storage types -> NumPy's (ml_dtypes' for the 8- and 16-bit floats NumPy lacks), the names gpu.guards poisons by
+NUMPY_TYPES = {"i8": "int8", "i16": "int16", "i32": "int32", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2",
+               "f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 # MMA types -> bits; their accumulators (PTX 9.7.15.5.1: f16 may also accumulate in f16)
 MMA_BITS = {"f16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8, "i8": 8}
+MMA_STORED_AS = {"f16": "f16", "bf16": "bf16", "tf32": "f32", "e4m3": "e4m3", "e5m2": "e5m2", "i8": "i8"}  # in shared memory
 ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",), "tf32": ("f32",), "e4m3": ("f32",), "e5m2": ("f32",), "i8": ("i32",)}
 # Triton 3.6 cannot lower wgmma from unswizzled NVMMA buffers ("Failed to find a valid layout";
 # docs/findings.md): cases use the swizzled modes
@@ -39,11 +50,29 @@ def operand_data(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return a, b, c
 
 
+def numpy_type(kind: str) -> np.dtype:
+    """The NumPy dtype of a storage type (``ml_dtypes`` for float8 and bfloat16)."""
+    if kind in ("e4m3", "e5m2", "bf16"):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, NUMPY_TYPES[kind]))
+    return np.dtype(NUMPY_TYPES[kind])
+
+
+def poison(mma: str) -> int:
+    """The guard zones' element of an MMA type in shared memory, as a signed integer of its width: a NaN of a float
+    type (``gpu.guards.NAN_BYTES``), ``gpu.guards``' integer poison for int8."""
+    bits = MMA_BITS[mma]
+    return int.from_bytes(poison_bytes(NUMPY_TYPES[MMA_STORED_AS[mma]])[:bits // 8], "little", signed=True)
+
+
 class TritonWgmma(GluonKernelTarget):
     name = "triton.wgmma"
     layer = "Triton's lowering (warpgroup_mma)"
     description = "Gluon warpgroup_mma on the GPU over random operand layouts and type pairs vs exact integer products"
-    requires = ("cuda device sm_90a", "triton", "torch")
+    requires = ("cuda device sm_90a", "triton", "ml_dtypes")
+    needs = ("triton", "cuda.core", "ml_dtypes")
+    prebuilt = True  # its kernel takes only pointers: compiled ahead or cached, launched through cuda.core
 
     def parameter_space(self) -> Space:
         """Every parameter this target draws with its legal range."""
@@ -142,36 +171,71 @@ class TritonWgmma(GluonKernelTarget):
                 "ACC": acc, "LOAD": ttgl.BlockedLayout([1, 4], [4, 8], [p["num_warps"], 1], [1, 0]),
                 "A_SMEM": ttgl.NVMMASharedLayout(p["a_swizzle"], bits, 2), "B_SMEM": ttgl.NVMMASharedLayout(p["b_swizzle"], bits, 2),
                 "A_IN_REGS": p["a_in_regs"], "K_WIDTH": 32 // bits, "A_MN_MAJOR": p["a_mn_major"],
-                "B_K_MAJOR": p["b_k_major"], "USE_ACC": p["use_acc"]}
+                "B_K_MAJOR": p["b_k_major"], "USE_ACC": p["use_acc"], "POISON": poison(p["mma"]),
+                "POISON_INT": getattr(ttgl, f"int{bits}")}
 
-    def run(self, case: Case) -> Any:
-        import torch
-
+    def kernel_spec(self, case: Case) -> KernelSpec:
         from layoutfuzz.gpu.gluon_probes import wgmma_probe
-        from layoutfuzz.gpu.guards import guarded_input, guarded_output
 
         p = case.params
+        kinds = (p["a_dtype"], p["b_dtype"], p["acc"], p["acc"])
+        signature = {name: "*" + STORAGE[kind][1] for name, kind in zip(("a_ptr", "b_ptr", "c_ptr", "d_ptr"), kinds)}
+        return KernelSpec(wgmma_probe, signature, self.constexprs(p), p["num_warps"])
+
+    def run(self, case: Case) -> Any:
+        """D's elements as integers (None for a NaN: a product of poison) after one launch: the kernel compiled ahead
+        or cached, through cuda.core on NumPy's buffers, else Triton's JIT on torch's; inputs between their type's
+        poison, D between canaries (a write past it is a crash)."""
+        p = case.params
         a, b, c = operand_data(case)
+        values = [(x.astype(np.float32).astype(numpy_type(kind)), name) for x, kind, name in
+                  ((a, p["a_dtype"], "A"), (b, p["b_dtype"], "B"), (c, p["acc"], "C"), (np.zeros_like(c), p["acc"], "D"))]
+        kernel = self.kernel_for(case)
+        d = self._run_jit(case, values) if kernel is None else self._run_kernel(kernel, values)
+        d = d.astype(np.float64).reshape(-1)
+        return [None if np.isnan(x) else int(x) for x in d]
 
-        def tensor(x: np.ndarray, kind: str):
-            return torch.from_numpy(x).to(torch.float32).to(getattr(torch, STORAGE[kind][0])).cuda()
+    def _run_kernel(self, kernel: Any, values: list[tuple[np.ndarray, str]]) -> np.ndarray:
+        from layoutfuzz.gpu.device_arrays import device_input, device_output
 
-        # guard zones (gpu/guards.py): operands between their type's NaN (a read past one poisons the products), D between
-        # canaries (a write past it is a crash)
-        operands = [guarded_input(tensor(x, kind), name) for x, kind, name in ((a, p["a_dtype"], "A"), (b, p["b_dtype"], "B"), (c, p["acc"], "C"))]
-        d = guarded_output(torch.zeros(p["M"], p["N"], dtype=getattr(torch, STORAGE[p["acc"]][0]), device="cuda"), "D")
-        self.launch(wgmma_probe, *(g.tensor for g in operands), d.tensor, num_warps=p["num_warps"], **self.constexprs(p))
-        d.check()
-        return d.tensor.to(torch.float64).reshape(-1).cpu().numpy().astype(np.int64).tolist()
+        stream = cubin_launcher().stream
+        *inputs, (d, name) = values
+        arrays = [device_input(x, name, stream) for x, name in inputs] + [device_output(d, name, stream)]
+        cubin_launcher().launch(kernel, *arrays)
+        return arrays[-1].read(stream)
+
+    def _run_jit(self, case: Case, values: list[tuple[np.ndarray, str]]) -> np.ndarray:
+        import torch
+
+        from layoutfuzz.gpu.guards import guarded_input, guarded_output
+
+        def tensor(x: np.ndarray, name: str, guard: Any) -> Any:
+            kind = next(k for k, n in NUMPY_TYPES.items() if n == x.dtype.name)
+            on_device = torch.from_numpy(x.view(f"int{x.dtype.itemsize * 8}")).view(getattr(torch, STORAGE[kind][0])).cuda()
+            return guard(on_device, name)
+
+        *inputs, (d, name) = values
+        guarded = [tensor(x, name, guarded_input) for x, name in inputs] + [tensor(d, name, guarded_output)]
+        spec = self.kernel_spec(case)
+        self.launch(spec.kernel, *(g.tensor for g in guarded), num_warps=spec.num_warps, **spec.constexprs)
+        guarded[-1].check()
+        return guarded[-1].tensor.cpu().view(getattr(torch, f"int{d.dtype.itemsize * 8}")).numpy().view(d.dtype)
 
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
-        want, got = np.asarray(expected), np.asarray(observed)
+        """The products element by element; a NaN among them (a float MMA that read an operand's guard zone) is its own
+        root cause."""
+        want = np.asarray(expected, dtype=np.float64)
+        got = np.asarray([np.nan if x is None else x for x in observed], dtype=np.float64)
         bad = np.flatnonzero(want != got)
         if bad.size == 0:
             return Comparison(True)
         n = case.params["N"]
-        lines = tuple(f"D[{i // n}, {i % n}]: expected {want[i]} got {got[i]}" for i in bad[:8])
+        lines = tuple(f"D[{i // n}, {i % n}]: expected {int(want[i])} got {got[i]:g}" for i in bad[:8])
         rows, cols = len({int(i) // n for i in bad}), len({int(i) % n for i in bad})
+        if np.isnan(got).any():
+            return Comparison(False, int(bad.size), lines, "poisoned-products",
+                              f"{int(np.isnan(got).sum())} products NaN: the MMA read a guard zone beside an operand in "
+                              f"shared memory ({bad.size} of {want.size} products wrong)")
         return Comparison(False, int(bad.size), lines, f"wrong-products:{'all' if bad.size == want.size else 'some'}",
                           f"{bad.size} of {want.size} products wrong, in {rows} rows and {cols} columns")
 
