@@ -7,7 +7,13 @@ in-process; they are left out of that rate (and counted in the runs, where a cra
 
 For the Triton kernel targets it adds distinct kernels/s: cases of distinct parameters that ran (each compiled
 once, as every run starts with empty Triton and kernel caches), counted from the parameters regenerated from seed 0.
-For every target, the seconds from the command's start to its first recorded outcome (what starting costs).
+For every target, the seconds from the command's start to its first recorded outcome (what starting costs), and the
+steady-state rate: the cases recorded after the first outcome over the time from it to the last.
+
+The one-off builds come first and are timed on their own: one case of the target through ``layoutfuzz run`` with the
+machine's cache, which builds what a machine keeps (NVRTC cubins: the wgmma probe takes 41 s on an H100) and warms
+the imports, so that no timed run spends its budget on them. A rate that is 0 (no case recorded or runnable in
+process) says why in ``note`` rather than failing.
 
     python benchmarks/campaign_throughput.py [--targets A,B] [--budget 20] [--jobs 2] [--baseline TREE] [--out FILE] [--no-single]
 """
@@ -15,6 +21,7 @@ For every target, the seconds from the command's start to its first recorded out
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shutil
@@ -38,6 +45,8 @@ from layoutfuzz.harness.target import make_case  # noqa: E402
 from layoutfuzz.harness.triton_compat import cache_root  # noqa: E402
 from layoutfuzz.harness.worker import evaluate  # noqa: E402
 
+MACHINE_CACHE = cache_root()  # the machine's layoutfuzz cache, where one-off builds stay (read before in_process moves it)
+
 
 @dataclass(frozen=True)
 class Run:
@@ -51,30 +60,57 @@ class Run:
     good: set[int]
     first_result_s: float  # from the command's start to its first recorded outcome: the start's cost
     errors: int  # harness errors: a run with any is broken, however fast
+    steady_rate: float  # cases/s recorded after the first outcome, over the time from it to the last (NaN: too few)
+
+
+def layoutfuzz_run(target: str, out: Path, options: list[str], tree: Path, cache: Path) -> tuple[subprocess.CompletedProcess, float]:
+    """``layoutfuzz run`` (of the source ``tree``) of ``target`` into ``out`` with an empty Triton cache and the
+    layoutfuzz cache ``cache``, and its start (``time.time()``)."""
+    command = [sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--targets", target, "-q", "--out", str(out), *options]
+    path = os.pathsep.join(filter(None, [str(import_root(tree)), str(tree), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=path, TRITON_CACHE_DIR=str(out) + "-triton-cache",  # no run finds another's kernels
+               LAYOUTFUZZ_CACHE=str(cache))
+    started = time.time()
+    done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env=env)
+    if done.returncode not in (0, 1) or not re.search(r"\d+ cases in [\d.]+ s", done.stderr):
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    return done, started
+
+
+def one_off_builds(target: str, out: Path, tree: Path = ROOT) -> float:
+    """Seconds of one case of ``target`` through ``layoutfuzz run`` with the machine's cache: what a fresh machine builds
+    once (NVRTC cubins, kept in the machine's cache and seeded into every timed run), the imports' first reading, one
+    case's kernel; on a machine that built them before, the start and one case."""
+    started = time.monotonic()
+    layoutfuzz_run(target, out, ["--cases", "1", "--jobs", "1", "--timeout", "10m"], tree, MACHINE_CACHE)
+    return time.monotonic() - started
 
 
 def through_run(target: str, budget: float, jobs: int, out: Path, extra: list[str], tree: Path = ROOT,
                 timeout: str = "30s") -> Run:
-    """``layoutfuzz run`` (of the source ``tree``) for ``budget`` seconds, with empty Triton and kernel caches."""
-    command = [sys.executable, "-m", "layoutfuzz.harness.cli", "run", "--targets", target, "--budget", f"{budget}s", "--jobs", str(jobs),
-               "--timeout", timeout, "-q", "--out", str(out), *extra]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(import_root(tree)), str(tree), os.environ.get("PYTHONPATH", "")])),
-               TRITON_CACHE_DIR=str(out) + "-triton-cache",  # each run compiles its kernels: no run finds another's
-               LAYOUTFUZZ_CACHE=str(seeded_cache(Path(str(out) + "-cache"))))
-    started = time.time()
-    done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env=env)
+    """``layoutfuzz run`` (of the source ``tree``) for ``budget`` seconds, with empty Triton and kernel caches (but for
+    the machine's cubins)."""
+    options = ["--budget", f"{budget}s", "--jobs", str(jobs), "--timeout", timeout, *extra]
+    done, started = layoutfuzz_run(target, out, options, tree, seeded_cache(Path(str(out) + "-cache")))
     match = re.search(r"(\d+) cases in ([\d.]+) s", done.stderr)
-    if done.returncode not in (0, 1) or not match:
-        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    assert match is not None  # layoutfuzz_run checked it
+    cases, seconds = int(match[1]), max(float(match[2]), 1e-9)
     db = sqlite3.connect(out / "layoutfuzz.sqlite")
     rows = db.execute("SELECT idx, outcome FROM outcomes").fetchall()
-    (first,) = db.execute("SELECT min(recorded_at) FROM outcomes").fetchone()
-    first_s = datetime.fromisoformat(first.replace("Z", "+00:00")).timestamp() - started if first else float("nan")
+    first, last, later = db.execute("SELECT min(recorded_at), max(recorded_at), "
+                                    "sum(recorded_at > (SELECT min(recorded_at) FROM outcomes)) FROM outcomes").fetchone()
+    first_s = _timestamp(first) - started if first else math.nan
+    span = _timestamp(last) - _timestamp(first) if first else 0.0
     good = {i for i, o in rows if o not in ("crash", "timeout")}
     # a kernel counts where it was compiled and ran, or refused (a divergence): never a harness error
     kernels = distinct_params(target, [i for i, o in rows if o in ("pass", "diverge")]) if target in KERNEL_TARGETS else 0
-    return Run(int(match[1]) / float(match[2]), kernels / float(match[2]), int(match[1]), len(rows) - len(good), good,
-               first_s, sum(o == "error" for _, o in rows))
+    return Run(cases / seconds, kernels / seconds, cases, len(rows) - len(good), good, first_s,
+               sum(o == "error" for _, o in rows), (later or 0) / span if span > 0 else math.nan)
+
+
+def _timestamp(recorded_at: str) -> float:
+    """A store's ``recorded_at`` (ISO 8601, UTC) as seconds since the epoch."""
+    return datetime.fromisoformat(recorded_at.replace("Z", "+00:00")).timestamp()
 
 
 def distinct_params(target_name: str, indices: list[int]) -> int:
@@ -90,7 +126,7 @@ def seeded_cache(folder: Path) -> Path:
     """An empty cache folder but for the cubins NVRTC built here for the raw probes (``gpu.device.compile_source``): a
     probe is built once per machine (the wgmma probe takes NVRTC over a minute), not once per campaign, and no run
     should spend its budget on it."""
-    built = cache_root() / "cubins"
+    built = MACHINE_CACHE / "cubins"
     if built.is_dir():
         shutil.copytree(built, folder / "cubins", dirs_exist_ok=True)
     folder.mkdir(parents=True, exist_ok=True)
@@ -110,21 +146,48 @@ def import_root(tree: Path) -> Path:
 KERNEL_TARGETS = ("triton.convert_layout", "triton.shared_memory", "triton.convert_layout_shuffle", "triton.compile")
 
 
-def in_process(target_name: str, indices: list[int], seconds: float) -> float:
+@dataclass(frozen=True)
+class InProcess:
+    """The in-process rate (0 where no case could run) and the seconds of its first case (imports, caches, builds)."""
+
+    rate: float
+    first_case_s: float
+
+
+def in_process(target_name: str, indices: list[int], seconds: float) -> InProcess:
     """cases/s of generating and evaluating the target's cases ``indices`` (seed 0) one by one in this process
-    (with a Triton cache of its own: the runs before it compiled the same kernels)."""
+    (with a Triton cache of its own: the runs before it compiled the same kernels), after its first case, timed
+    apart; none (no case the runs could run here): a rate of 0."""
+    if not indices:
+        return InProcess(0.0, math.nan)
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="in-process-triton-cache-")
     os.environ["LAYOUTFUZZ_CACHE"] = str(seeded_cache(Path(tempfile.mkdtemp(prefix="in-process-cache-"))))
     spec = registry.resolve(target_name)
     target = registry.load(spec)
+    started = time.perf_counter()
     evaluate(target, make_case(target, 0, indices[0]))  # warm: imports, caches
+    first_case_s = time.perf_counter() - started
     started, count = time.perf_counter(), 0
     for index in indices:
         evaluate(target, make_case(target, 0, index))
         count += 1
         if time.perf_counter() - started >= seconds:
             break
-    return count / (time.perf_counter() - started)
+    return InProcess(count / (time.perf_counter() - started), first_case_s)
+
+
+def ratio(a: float, b: float) -> float:
+    """``a / b`` to two places; NaN (a table's ``-``) where ``b`` is 0 or unknown."""
+    return round(a / b, 2) if b and not math.isnan(b) else math.nan
+
+
+def why_none(budget: float, one_off_s: float, runs: dict[str, Run], alone: InProcess) -> str:
+    """Why a rate of the row is 0: a run that recorded no case within its budget, or no case to run in process."""
+    notes = [f"`{what}` recorded no case within its {budget:g} s budget (the one-off builds before it took "
+             f"{one_off_s:.0f} s)" for what, run in runs.items() if run.cases == 0]
+    if not alone.rate:
+        notes.append("no case to time in-process: the runs recorded none that did not crash or hang")
+    return "; ".join(notes)
 
 
 def main() -> None:
@@ -142,26 +205,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.targets.split(","):
             runs = (args.budget, args.jobs)
+            one_off_s = one_off_builds(name, Path(tmp, name, "one-off"))
             batched = through_run(name, *runs, Path(tmp, name, "batched"), [], timeout=args.timeout)
             single = None if args.no_single else through_run(name, *runs, Path(tmp, name, "single"), ["--batch", "1"],
                                                              timeout=args.timeout)
-            row = {"target": name}
+            row: dict[str, object] = {"target": name, "one-off builds s": round(one_off_s, 1)}
             if args.baseline:
                 before = through_run(name, *runs, Path(tmp, name, "baseline"), [], Path(args.baseline), args.timeout)
                 row.update({"baseline run cases/s": round(before.rate, 1)})
             alone = in_process(name, sorted(batched.good & (single.good if single else batched.good)), min(args.budget, 10.0))
-            row.update({"in-process cases/s (1 core)": round(alone, 1), "run cases/s": round(batched.rate, 1)})
+            row.update({"in-process cases/s (1 core)": round(alone.rate, 1), "in-process first case s": round(alone.first_case_s, 1),
+                        "run cases/s": round(batched.rate, 1), "run steady cases/s": round(batched.steady_rate, 1)})
             if single:
                 row["run --batch 1 cases/s"] = round(single.rate, 1)
-            row["run / in-process"] = round(batched.rate / alone, 2)
+            row["run / in-process"] = ratio(batched.rate, alone.rate)
             if single:
-                row["run / --batch 1"] = round(batched.rate / single.rate, 2)
+                row["run / --batch 1"] = ratio(batched.rate, single.rate)
             row["crashes in run"] = f"{batched.crashes} of {batched.cases}"
             row["errors in run"] = batched.errors
             if args.baseline:
                 row["errors in baseline"] = before.errors
-            if args.baseline:
-                row["run / baseline"] = round(batched.rate / before.rate, 2)
+                row["run / baseline"] = ratio(batched.rate, before.rate)
             if name in KERNEL_TARGETS:
                 row["run distinct kernels/s"] = round(batched.kernel_rate, 1)
                 if args.baseline:
@@ -169,9 +233,12 @@ def main() -> None:
             row["run first result s"] = round(batched.first_result_s, 1)
             if args.baseline:
                 row["baseline first result s"] = round(before.first_result_s, 1)
+            named = {"run": batched, **({"run --batch 1": single} if single else {}), **({"baseline": before} if args.baseline else {})}
+            row["note"] = why_none(args.budget, one_off_s, named, alone)
             rows.append(row)
             print(f"{name}: done", file=sys.stderr)
-    table = pd.DataFrame(rows).to_markdown(index=False)
+    frame = pd.DataFrame(rows)
+    table = frame.astype(object).where(frame.notna(), None).to_markdown(index=False, missingval="-")
     print(table)
     if args.out:
         Path(args.out).write_text(table + "\n")
