@@ -35,6 +35,7 @@ from layoutfuzz.reports.attribution import attribute
 from layoutfuzz.reports.files import write_atomically
 from layoutfuzz.reports.signatures import root_cause
 from layoutfuzz.reports.tables import render
+from layoutfuzz.reports.terminal import WIDTH, clip
 from layoutfuzz.reports.triage import FAILING, Replay, Triage, TriageError
 
 REPRODUCERS = "reproducers"
@@ -120,7 +121,8 @@ def _valid(target: Target, cause) -> bool:
         target.validate(cause.reproducer)
         return True
     except MALFORMED as exc:
-        print(f"{cause.bucket}: its stored reproducer is not a valid case of {target.name} ({str(exc)[:200]}); not replayed",
+        why = " ".join(str(exc).split())
+        print(clip(f"{cause.bucket}: its stored reproducer is not a valid case of {target.name}; not replayed ({why})", WIDTH),
               file=sys.stderr)
         return False
 

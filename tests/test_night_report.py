@@ -126,3 +126,22 @@ def test_a_cpu_night_prints_under_60_lines_on_a_terminal_besides_what_is_new(tmp
         assert any(line.startswith("| pycute.layouts ") for line in rest), text
     families = pd.read_csv(tmp_path / "nights" / "2026-05-01" / "table.csv")
     assert len(families) > len(_besides_what_is_new(first))  # the per-family table is in the night's files
+
+
+def test_a_stored_reproducer_that_is_not_a_valid_case_is_one_line_of_stderr(capsys):
+    from types import SimpleNamespace
+
+    from layoutfuzz.harness.nightly import _valid
+    from layoutfuzz.harness.target import Target
+
+    class Refuses(Target):
+        name = "test.refuses"
+
+        def validate(self, case):
+            raise ValueError("bases of the wrong length:\n" + "[[1, 0, 0]] " * 40)
+
+    assert not _valid(Refuses(), SimpleNamespace(bucket="0123456789ab", reproducer=None))
+    printed = capsys.readouterr().err.splitlines()
+    assert len(printed) == 1 and len(printed[0]) == WIDTH, printed
+    assert printed[0] == ("0123456789ab: its stored reproducer is not a valid case of test.refuses; not replayed "
+                          "(bases of the wrong length: [[1, …")
