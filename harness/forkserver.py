@@ -38,11 +38,12 @@ _server_pid: int | None = None  # in the fork server and its workers: the server
 
 
 def context(preload: Iterable[str] = (), warm: Iterable[str] = ()) -> BaseContext:
-    """The start method workers use: the fork server, importing ``preload`` ahead when it starts and then running
-    the ``warm_up`` of the targets ``warm`` names (the server starts with the first worker after ``stop``; while it
-    runs, later lists add nothing)."""
+    """The start method workers use: the fork server, importing ``preload`` ahead when it starts (after what every
+    worker runs, sorted: in an order no target's place in the campaign changes) and then running the ``warm_up`` of the
+    targets ``warm`` names (the server starts with the first worker after ``stop``; while it runs, later lists add
+    nothing)."""
     ctx = multiprocessing.get_context("forkserver")
-    os.environ[PRELOAD_ENV] = ",".join(dict.fromkeys((*WORKER_MODULES, *preload)))
+    os.environ[PRELOAD_ENV] = ",".join(dict.fromkeys((*WORKER_MODULES, *sorted(set(preload)))))
     os.environ[WARM_ENV] = ",".join(dict.fromkeys(warm))
     # multiprocessing runs the parent's main module again in every child (for a script of the user's, whose targets
     # the workers may need); the server runs it once instead (its own "__main__" preload never does: it looks for a

@@ -3,6 +3,8 @@ sorted union, on its main thread before any ``warm_up_worker`` thread starts and
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from layoutfuzz.harness.runner import run_cases, share
@@ -90,3 +92,15 @@ def test_a_gpu_target_s_start_up_thread_imports_nothing_its_worker_did_not_impor
                               timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == "[]", f"{name}'s start-up thread imported {done.stdout.strip()}"
+
+
+def test_the_fork_server_imports_what_every_worker_runs_then_the_targets_preload_sorted(monkeypatch):
+    from layoutfuzz.harness import forkserver
+
+    monkeypatch.setenv(forkserver.PRELOAD_ENV, "")
+    monkeypatch.setenv(forkserver.WARM_ENV, "")
+    monkeypatch.setenv(forkserver.MAIN_ENV, "")
+    forkserver.context(["torch", "layoutfuzz.gpu.targets.triton_tma", "numpy", "cuda.core", "numpy"])
+    assert os.environ[forkserver.PRELOAD_ENV].split(",") == [
+        "layoutfuzz.harness.pool", "layoutfuzz.harness.worker", "cuda.core", "layoutfuzz.gpu.targets.triton_tma", "numpy",
+        "torch"]
