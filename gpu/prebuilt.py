@@ -48,6 +48,8 @@ class CompiledKernel:
     num_ctas: int = 1  # CTAs of its cluster (Triton's num_ctas): launched as one cluster of that many
     param_types: tuple[str, ...] = ()  # each parameter of its PTX entry ('u32', 'u64', 'b8[128]'); () in older files
     tensor_maps: tuple[dict[str, Any], ...] = ()  # Triton's tensordesc_meta: one per tensor-descriptor argument
+    launch_pdl: bool = False  # Triton's metadata: launched with programmatic stream serialization
+    launch_cooperative_grid: bool = False  # Triton's metadata: launched as a cooperative grid
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -97,6 +99,7 @@ def from_triton(compiled: Any) -> CompiledKernel:
         num_ctas=int(getattr(md, "num_ctas", 1) or 1), shared=int(md.shared),
         params=entry_params(compiled.asm["ptx"], md.name), param_types=entry_param_types(compiled.asm["ptx"], md.name),
         tensor_maps=tuple(dict(m) for m in getattr(md, "tensordesc_meta", None) or ()),
+        launch_pdl=bool(getattr(md, "launch_pdl", False)), launch_cooperative_grid=bool(getattr(md, "launch_cooperative_grid", False)),
         global_scratch=int(getattr(md, "global_scratch_size", 0) or 0),
         profile_scratch=int(getattr(md, "profile_scratch_size", 0) or 0), cubin=bytes(compiled.asm["cubin"]))
 
@@ -118,9 +121,51 @@ def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, Any]:
     return {**params, "lowering": variant} if variant else dict(params)
 
 
+SHARED_OPT_IN = 49152  # past this, Triton's loadBinary opts the function in to more dynamic shared memory
+SPREAD = 1  # CU_CLUSTER_SCHEDULING_POLICY_SPREAD
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """What Triton's launcher sets to launch a kernel once (one program, ``grid = (1,)``), as 3.6.0 to 3.9.0 write it
+    (``backends/nvidia/driver.c``: ``loadBinary`` for the function, ``_launch`` for ``cuLaunchKernelEx``): the grid of
+    ``num_ctas`` CTAs of ``32 * num_warps`` threads, the kernel's shared memory as dynamic shared memory, the launch
+    attributes in Triton's order (programmatic stream serialization and a cooperative grid where the metadata asks;
+    the cluster's dimension and SPREAD scheduling over a cluster), and the function's attributes: past 48 KiB of
+    shared memory the shared-memory cache preference and all the dynamic shared memory the device opts in to, less the
+    function's static part; a cluster of 16 CTAs allowed past the portable size. (3.9.0 first asks for the driver's
+    oversized-shared-memory mode, which needs more than an H100's 227 KiB, and falls back to the same opt-in.)"""
+
+    grid: int
+    block: int
+    shared: int
+    attributes: tuple[tuple[str, int], ...]  # CU_LAUNCH_ATTRIBUTE_<name>, value
+    function_attributes: tuple[tuple[str, int], ...]  # CU_FUNC_ATTRIBUTE_<name>, value
+    prefer_shared: bool  # cuFuncSetCacheConfig(CU_FUNC_CACHE_PREFER_SHARED)
+
+
+def launch_settings(kernel: CompiledKernel, shared_opt_in: int, shared_static: int) -> LaunchSettings:
+    """Triton's launch of ``kernel`` on a device that opts a function in to ``shared_opt_in`` bytes of shared memory per
+    block, the function holding ``shared_static`` bytes of static shared memory."""
+    attributes = []
+    if kernel.launch_pdl:
+        attributes.append(("PROGRAMMATIC_STREAM_SERIALIZATION", 1))
+    if kernel.launch_cooperative_grid:
+        attributes.append(("COOPERATIVE", 1))
+    if kernel.num_ctas != 1:
+        attributes += [("CLUSTER_DIMENSION", kernel.num_ctas), ("CLUSTER_SCHEDULING_POLICY_PREFERENCE", SPREAD)]
+    opt_in = kernel.shared > SHARED_OPT_IN and shared_opt_in > SHARED_OPT_IN
+    function = [("MAX_DYNAMIC_SHARED_SIZE_BYTES", shared_opt_in - shared_static)] if opt_in else []
+    if kernel.num_ctas == 16:
+        function.append(("NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1))
+    return LaunchSettings(kernel.num_ctas, 32 * kernel.num_warps, kernel.shared, tuple(attributes), tuple(function), opt_in)
+
+
 class CubinLauncher:
-    """Launches prebuilt kernels on the current device through cuda.core (no Triton, no torch); buffers are anything
-    with a ``data_ptr()`` (``gpu.device_arrays``, or torch tensors), passed by address."""
+    """Launches prebuilt kernels on the current device as Triton's launcher does (``launch_settings``), without Triton
+    or torch: the cubin loaded through cuda.core, the launch through the driver's ``cuLaunchKernelEx`` (cuda.core takes
+    no structs, and no scheduling policy). Buffers are anything with a ``data_ptr()`` (``gpu.device_arrays``, or torch
+    tensors), passed by address; ``HostTensorDescriptor``s as Triton's launcher expands them."""
 
     def __init__(self) -> None:
         from cuda.core import Device
@@ -128,33 +173,50 @@ class CubinLauncher:
         self.device = Device()
         self.device.set_current()
         self.stream = self.device.create_stream()
-        self.loaded: OrderedDict[bytes, Any] = OrderedDict()  # the last LOADED_MODULES kernels, oldest first
+        self.loaded: OrderedDict[bytes, Any] = OrderedDict()  # the last LOADED_MODULES functions, oldest first
 
-    def _function(self, kernel: CompiledKernel) -> Any:
+    def function(self, kernel: CompiledKernel) -> Any:
+        """The kernel's ``CUfunction`` in this context, loaded and set up as Triton's ``loadBinary`` sets it up."""
         key = hashlib.sha1(kernel.cubin).digest()
         if key in self.loaded:
             self.loaded.move_to_end(key)
-        else:
-            while len(self.loaded) >= LOADED_MODULES:  # a night loads thousands: the oldest module is unloaded
-                self.loaded.popitem(last=False)
-            from cuda.core import ObjectCode
+            return self.loaded[key][1]
+        while len(self.loaded) >= LOADED_MODULES:  # a night loads thousands: the oldest module is unloaded
+            self.loaded.popitem(last=False)
+        from cuda.bindings import driver
+        from cuda.core import ObjectCode
 
-            from layoutfuzz.gpu.device import allow_dynamic_shared
+        code = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.name)  # held: the function lives in its library
+        function = code._handle
+        if isinstance(function, driver.CUkernel):  # cuda.core loads a library: its kernel's function in this context
+            err, function = driver.cuKernelGetFunction(function)
+            _checked(err, "cuKernelGetFunction")
+        settings = self.settings(kernel, function)
+        for name, value in settings.function_attributes:
+            (err,) = driver.cuFuncSetAttribute(function, getattr(driver.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}"), value)
+            _checked(err, f"cuFuncSetAttribute {name}")
+        if settings.prefer_shared:
+            (err,) = driver.cuFuncSetCacheConfig(function, driver.CUfunc_cache.CU_FUNC_CACHE_PREFER_SHARED)
+            _checked(err, "cuFuncSetCacheConfig")
+        self.loaded[key] = (code, function)
+        return function
 
-            function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.name)
-            allow_dynamic_shared(function, kernel.shared)  # past the default, the kernel must ask for it
-            self.loaded[key] = function
-        return self.loaded[key]
+    def settings(self, kernel: CompiledKernel, function: Any) -> LaunchSettings:
+        """``launch_settings`` for this device and ``function``'s static shared memory."""
+        from cuda.bindings import driver
+
+        err, opt_in = driver.cuDeviceGetAttribute(
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, self.device.device_id)
+        _checked(err, "cuDeviceGetAttribute")
+        err, static = driver.cuFuncGetAttribute(driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function)
+        _checked(err, "cuFuncGetAttribute")
+        return launch_settings(kernel, opt_in, static)
 
     def launch(self, kernel: CompiledKernel, *arguments: Any) -> None:
-        """One cluster of ``num_ctas`` CTAs (one CTA, without a cluster, where it is 1) of ``num_warps`` warps over
-        ``arguments`` (the kernel's own arguments, in order: buffers, anything with a ``data_ptr()``, passed by
-        address, and ``HostTensorDescriptor``s, expanded as Triton's launcher expands them), waited for. Scratch
-        buffers Triton asked for are allocated (one share per CTA, as Triton's launcher sizes them); absent ones are
-        null."""
-        import numpy as np
-        from cuda.core import LaunchConfig, launch
-
+        """One program of ``kernel`` (a cluster of ``num_ctas`` CTAs, or one CTA) over ``arguments`` (the kernel's own
+        arguments, in order: buffers, anything with a ``data_ptr()``, passed by address, and ``HostTensorDescriptor``s,
+        expanded as Triton's launcher expands them), waited for. Scratch buffers Triton asked for are allocated (one
+        share per CTA, as Triton's launcher sizes them); absent ones are null."""
         from layoutfuzz.gpu.device import DeviceFault
         from layoutfuzz.gpu.device_arrays import zeros
         from layoutfuzz.gpu.tensor_descriptors import HostTensorDescriptor, expanded
@@ -180,46 +242,52 @@ class CubinLauncher:
         if torch is not None and torch.cuda.is_initialized():
             torch.cuda.synchronize()  # buffers filled through torch's stream
         try:
-            if any(isinstance(argument, HostTensorDescriptor) for argument in arguments):
-                self._launch_by_value(kernel, values)
-            else:
-                cluster = {"cluster": kernel.num_ctas} if kernel.num_ctas > 1 else {}
-                config = LaunchConfig(grid=kernel.num_ctas, block=32 * kernel.num_warps, shmem_size=kernel.shared, **cluster)
-                launch(self.stream, config, self._function(kernel), *(np.uint64(v) for v in values))
+            self._launch(kernel, values)
             self.stream.sync()
         except Exception as exc:
             raise DeviceFault(f"{type(exc).__name__}: {exc}") from exc
 
-    def _launch_by_value(self, kernel: CompiledKernel, values: list[Any]) -> None:
-        """A launch whose parameters are not all pointers (a tensor map by value, 32-bit shapes): each value packed
-        at its entry parameter's width, through the driver's ``cuLaunchKernelEx`` (cuda.core takes no structs)."""
+    def _launch(self, kernel: CompiledKernel, values: list[Any]) -> None:
+        """``cuLaunchKernelEx`` with ``launch_settings``, each value packed at its entry parameter's width (a kernel
+        file from before parameter types were kept takes only pointers)."""
         import ctypes
 
         from cuda.bindings import driver
 
-        if len(kernel.param_types) != len(values):
-            raise ValueError(f"{kernel.name}: {len(values)} values for the parameters {kernel.param_types} (a kernel "
-                             "file from before parameter types were kept: compile it again)")
-        cells = [_packed(kind, value) for kind, value in zip(kernel.param_types, values)]
+        types = kernel.param_types or ("u64",) * kernel.params
+        if len(types) != len(values):
+            raise ValueError(f"{kernel.name}: {len(values)} values for the parameters {types} (a kernel file from before "
+                             "parameter types were kept: compile it again)")
+        cells = [_packed(kind, value) for kind, value in zip(types, values)]
         pointers = (ctypes.c_void_p * len(cells))(*(ctypes.addressof(c) for c in cells))
-        function = self._function(kernel)._handle
-        if isinstance(function, driver.CUkernel):  # cuda.core loads a library: its kernel's function in this context
-            err, function = driver.cuKernelGetFunction(function)
-            _checked(err, "cuKernelGetFunction")
+        function = self.function(kernel)
+        settings = self.settings(kernel, function)
         config = driver.CUlaunchConfig()
-        config.gridDimX, config.gridDimY, config.gridDimZ = kernel.num_ctas, 1, 1
-        config.blockDimX, config.blockDimY, config.blockDimZ = 32 * kernel.num_warps, 1, 1
-        config.sharedMemBytes = kernel.shared
+        config.gridDimX, config.gridDimY, config.gridDimZ = settings.grid, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = settings.block, 1, 1
+        config.sharedMemBytes = settings.shared
         config.hStream = self.stream.handle
-        attributes = []
-        if kernel.num_ctas > 1:
-            attribute = driver.CUlaunchAttribute()
-            attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = kernel.num_ctas, 1, 1
-            attributes.append(attribute)
+        attributes = [_attribute(name, value) for name, value in settings.attributes]
         config.attrs, config.numAttrs = attributes, len(attributes)
         (err,) = driver.cuLaunchKernelEx(config, function, ctypes.addressof(pointers), 0)
         _checked(err, "cuLaunchKernelEx")
+
+
+def _attribute(name: str, value: int) -> Any:
+    """A ``CUlaunchAttribute`` of ``launch_settings``: the cluster's dimension along x, or a scalar value."""
+    from cuda.bindings import driver
+
+    attribute = driver.CUlaunchAttribute()
+    attribute.id = getattr(driver.CUlaunchAttributeID, f"CU_LAUNCH_ATTRIBUTE_{name}")
+    if name == "CLUSTER_DIMENSION":
+        attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = value, 1, 1
+    elif name == "CLUSTER_SCHEDULING_POLICY_PREFERENCE":
+        attribute.value.clusterSchedulingPolicyPreference = driver.CUclusterSchedulingPolicy(value)
+    elif name == "PROGRAMMATIC_STREAM_SERIALIZATION":
+        attribute.value.programmaticStreamSerializationAllowed = value
+    else:
+        attribute.value.cooperative = value
+    return attribute
 
 
 def _packed(kind: str, value: Any) -> Any:

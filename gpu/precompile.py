@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.gpu.prebuilt import CompiledKernel, kernel_path
@@ -28,15 +29,27 @@ class Job:
     case: Case
 
 
+def filed_case(target: Any, case: Case) -> Case:
+    """The case a target's kernel is compiled and filed for: its ``kernel_case`` (a case model's case as its system
+    takes it, or ``Unsupported``), else the case itself."""
+    kernel_case = getattr(target, "kernel_case", None)
+    return kernel_case(case) if kernel_case else case
+
+
 def _compile(spec: str, case: dict, folder: str) -> str:
-    """In a worker: compile one case's kernel (unless filed already) and file it."""
+    """In a worker: compile one case's kernel (unless filed already) and file it, under the case the target runs
+    (``kernel_case``: a case model's case as its system takes it); "unsupported" where the system takes no such case."""
     from layoutfuzz.gpu.kernel_cache import scratch_triton_cache
     from layoutfuzz.gpu.prebuilt import variant_params
+    from layoutfuzz.harness.target import Unsupported
     from layoutfuzz.harness.triton_compat.lowering import supports
 
     _log_to(_crash_log(folder, os.getpid()))  # what the compiler prints before it dies names the crash
     target = registry.load(spec)
-    case = Case.from_dict(case)
+    try:
+        case = filed_case(target, Case.from_dict(case))
+    except Unsupported:
+        return "unsupported"
     states = []
     for variant in target.variants:
         if not supports(variant):
@@ -102,8 +115,9 @@ def compile_all(jobs: Iterable[Job], folder: Path, workers: int, timeout: float,
                 else:
                     why = f"the compile took over {timeout:g} s"
                 target = registry.load(job.spec)
+                case = filed_case(target, job.case)
                 for variant in target.variants:
-                    write_atomically(kernel_path(folder, target.name, variant_params(job.case.params, variant)),
+                    write_atomically(kernel_path(folder, target.name, variant_params(case.params, variant)),
                                      CompiledKernel("?", triton.__version__, rejected=why).to_json())
                 counts["crashed"] += 1
             progress.update()

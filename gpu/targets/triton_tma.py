@@ -16,7 +16,7 @@ from layoutfuzz.generators.legacy_space import WARPS
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
-from layoutfuzz.gpu.targets.gluon_kernel import GluonKernelTarget
+from layoutfuzz.gpu.targets.gluon_kernel import GluonKernelTarget, KernelSpec, cubin_launcher
 from layoutfuzz.gpu.targets.tma_swizzle import compare_windows
 from layoutfuzz.gpu.tensor_descriptors import encoded_maps
 from layoutfuzz.harness.compare import Comparison
@@ -116,6 +116,7 @@ class TritonTma(GluonKernelTarget):
     description = "Gluon TMA load/store through NVMMA-shared buffers on the GPU vs the 5.5.7 oracle and the raw driver"
     requires = ("cuda device sm_90", "triton", "torch", "cuda.core")
     needs = ("torch", "triton", "cuda.core")
+    prebuilt = True  # its kernel takes tensor descriptors, rebuilt without Triton (gpu.tensor_descriptors)
 
     def parameter_space(self) -> Space:
         """Every parameter this target draws with its legal range."""
@@ -215,14 +216,61 @@ class TritonTma(GluonKernelTarget):
         return {"tensor_maps": self.tensor_maps(p), "load": loaded.tobytes().hex(), "store": stored.tobytes().hex(),
                 "driver_bytes_wrong": 0}
 
+    def kernel_spec(self, case: Case) -> KernelSpec:
+        """``tma_probe`` over descriptors of the block in the case's NVMMA layout (the tensor and the stored one), the
+        loaded block's dump and the stored bytes as pointers; a flat layout of the case's warps."""
+        from triton.experimental.gluon import language as ttgl
+
+        from layoutfuzz.gpu.direct_ttgir import INT_NAMES
+        from layoutfuzz.gpu.gluon_probes import tma_probe
+
+        p = case.params
+        ty = INT_NAMES[p["elem_bits"]]
+        layout = ttgl.NVMMASharedLayout(p["swizzle"], p["elem_bits"], len(p["block"]))
+        desc = f"tensordesc<{ty}[{', '.join(map(str, p['block']))}],{layout!r}>"
+        constexprs = {"COORD": tuple(p["coord"]), "N": prod(p["block"]), "F": ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0])}
+        return KernelSpec(tma_probe, {"in_desc": desc, "out_desc": desc, "raw": "*" + ty, "fill": "*" + ty}, constexprs,
+                          p["num_warps"])
+
     def run(self, case: Case) -> dict[str, Any]:
+        """The probe's load and store (the kernel compiled ahead or cached, launched through cuda.core on NumPy's
+        buffers between guard zones; Triton's JIT on torch's with ``$LAYOUTFUZZ_TRITON_JIT=1``), then the same first
+        box through the raw driver and the raw store past the bound."""
+        from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, _tma_runner
+        from layoutfuzz.oracles.tma_windows import expected_window
+
+        p = case.params
+        kernel = self.kernel_for(case)
+        maps, load, store = self._run_jit(case) if kernel is None else self._run_kernel(case, kernel)
+        # the same first box through the raw driver (gpu/kernels/tma_copy.cu), against its oracle
+        box = first_box(p)
+        (window,) = _tma_runner().run([box], WINDOW)
+        wrong = -1 if isinstance(window, str) else int((window != expected_window(box, WINDOW)).sum())
+        return {"tensor_maps": maps, "load": load.hex(), "store": store.hex(), "driver_bytes_wrong": wrong,
+                "raw_store_past_bound": raw_store_past_bound(p)}
+
+    def _run_kernel(self, case: Case, kernel: Any) -> tuple[list[dict[str, Any]], bytes, bytes]:
+        from layoutfuzz.gpu.device_arrays import device_input, device_output
+        from layoutfuzz.gpu.tensor_descriptors import HostTensorDescriptor
+
+        p = case.params
+        kind = INT_TYPES[p["elem_bits"]]
+        source, fill = block_data(case)
+        stream = cubin_launcher().stream
+        src = device_input(source.view(kind).reshape(padded_shape(p)), "the loaded tensor", stream)
+        dst = device_output(np.full(source.size, SENTINEL, np.uint8).view(kind).reshape(padded_shape(p)), "the stored tensor", stream)
+        raw = device_output(np.zeros(prod(p["block"]), kind), "the loaded block", stream)
+        fill_d = device_input(fill.view(kind), "the stored block", stream)
+        strides = tuple(int(x) // src.dtype.itemsize for x in np.empty(padded_shape(p), kind).strides)
+        shape = tuple(p["global_shape"])
+        self.execute(case, HostTensorDescriptor(src, shape, strides), HostTensorDescriptor(dst, shape, strides), raw, fill_d,
+                     kernel=kernel)
+        return encoded_maps(kernel.tensor_maps), raw.read(stream).tobytes(), dst.read(stream).tobytes()
+
+    def _run_jit(self, case: Case) -> tuple[list[dict[str, Any]], bytes, bytes]:
         import torch
         from triton.experimental.gluon import language as ttgl
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-        from layoutfuzz.gpu.gluon_probes import tma_probe
-        from layoutfuzz.gpu.targets.tma_swizzle import WINDOW, _tma_runner
-        from layoutfuzz.oracles.tma_windows import expected_window
 
         p = case.params
         dtype = getattr(torch, INT_TYPES[p["elem_bits"]])
@@ -235,17 +283,10 @@ class TritonTma(GluonKernelTarget):
         shape, strides = list(p["global_shape"]), list(src.stride())
         in_desc = TensorDescriptor(src, shape, strides, list(p["block"]), layout)
         out_desc = TensorDescriptor(dst, shape, strides, list(p["block"]), layout)
-        flat = ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0])
-        kernel = self.launch(tma_probe, in_desc, out_desc, raw, fill_t, COORD=tuple(p["coord"]), N=prod(p["block"]), F=flat,
-                             num_warps=p["num_warps"])
-        maps = encoded_maps(kernel.metadata.tensordesc_meta)
-        # the same first box through the raw driver (gpu/kernels/tma_copy.cu), against its oracle
-        box = first_box(p)
-        (window,) = _tma_runner().run([box], WINDOW)
-        wrong = -1 if isinstance(window, str) else int((window != expected_window(box, WINDOW)).sum())
-        return {"tensor_maps": maps, "load": raw.cpu().view(torch.uint8).numpy().tobytes().hex(),
-                "store": dst.cpu().view(torch.uint8).numpy().tobytes().hex(), "driver_bytes_wrong": wrong,
-                "raw_store_past_bound": raw_store_past_bound(p)}
+        spec = self.kernel_spec(case)
+        compiled = self.launch(spec.kernel, in_desc, out_desc, raw, fill_t, **spec.constexprs, num_warps=spec.num_warps)
+        return (encoded_maps(compiled.metadata.tensordesc_meta), raw.cpu().view(torch.uint8).numpy().tobytes(),
+                dst.cpu().view(torch.uint8).numpy().tobytes())
 
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
         """The tensor maps, then the load and the store byte for byte; a store that only wrote the

@@ -33,6 +33,10 @@ class TritonTmaBoxes(TmaBoxModel, TritonTma):
             raise Unsupported(f"Triton's TMA takes no such block: {exc}") from None
         return own
 
+    def kernel_case(self, case: Case) -> Case:
+        """The case whose kernel this target runs and ``layoutfuzz kernels`` files: ``triton_case``."""
+        return self.triton_case(case)
+
     def expected(self, case: Case) -> Any:
         return TritonTma.expected(self, self.triton_case(case))
 

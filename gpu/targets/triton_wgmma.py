@@ -33,9 +33,12 @@ NUMPY_TYPES = {"i8": "int8", "i16": "int16", "i32": "int32", "e4m3": "float8_e4m
 MMA_BITS = {"f16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8, "i8": 8}
 MMA_STORED_AS = {"f16": "f16", "bf16": "bf16", "tf32": "f32", "e4m3": "e4m3", "e5m2": "e5m2", "i8": "i8"}  # in shared memory
 ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",), "tf32": ("f32",), "e4m3": ("f32",), "e5m2": ("f32",), "i8": ("i32",)}
-# Triton 3.6 cannot lower wgmma from unswizzled NVMMA buffers ("Failed to find a valid layout";
-# docs/findings.md): cases use the swizzled modes
 SWIZZLES = (32, 64, 128)
+# unswizzled NVMMA operands (swizzle 0), what Triton newly lowers from 3.8.0: 16-bit ones whose contiguous rows hold 32
+# bytes (K-major with K = 16, MN-major with 16 columns); 3.6.0 and 3.7.1 refuse them ("failed to find valid wgmma
+# layout"), and every release refuses other unswizzled operands (compiled on a CPU by each, docs/findings.md)
+UNSWIZZLED_ROW_BYTES = 32
+ALL_SWIZZLES = (0, *SWIZZLES)
 VALUE_RANGE = 4  # |a|, |b| <= 4 and |c| <= 16: exact in every type, sums exact in every accumulator
 SMEM_BYTES = 96 * 1024
 
@@ -48,6 +51,12 @@ def operand_data(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     b = rng.integers(-VALUE_RANGE, VALUE_RANGE + 1, (p["K"], p["N"]))
     c = rng.integers(-16, 17, (p["M"], p["N"]))
     return a, b, c
+
+
+def swizzles(bits: int, row: int) -> tuple[int, ...]:
+    """The swizzles drawn for an operand of an MMA type of ``bits`` bits whose contiguous rows hold ``row`` bytes."""
+    unswizzled = (0,) if bits == 16 and row == UNSWIZZLED_ROW_BYTES else ()
+    return (*unswizzled, *(s for s in SWIZZLES if s <= row))
 
 
 def numpy_type(kind: str) -> np.dtype:
@@ -100,8 +109,7 @@ class TritonWgmma(GluonKernelTarget):
         b_row = (K if b_k_major else N) * bits // 8
         return {"a_dtype": a_dtype, "b_dtype": b_dtype, "mma": mma, "acc": acc, "M": M, "N": N, "K": K,
                 "num_warps": num_warps, "warps_per_cta": warps, "instr_n": instr_n,
-                "a_swizzle": source.choice(tuple(s for s in SWIZZLES if s <= a_row)),
-                "b_swizzle": source.choice(tuple(s for s in SWIZZLES if s <= b_row)),
+                "a_swizzle": source.choice(swizzles(bits, a_row)), "b_swizzle": source.choice(swizzles(bits, b_row)),
                 "a_in_regs": a_in_regs, "a_mn_major": a_mn_major, "b_k_major": b_k_major,
                 "use_acc": source.choice((True, False))}
 
@@ -109,8 +117,8 @@ class TritonWgmma(GluonKernelTarget):
         """The generator's rules (swizzles of 32-128 bytes, M of 64 or 128, N up to 256, K of 1-4
         instructions, 4 or 8 warps as [4, 1], [8, 1] or [4, 2]) and what wgmma accepts."""
         p = case.params
-        if p.get("a_swizzle") not in SWIZZLES or p.get("b_swizzle") not in SWIZZLES:
-            raise ValueError(f"operand swizzles are one of {SWIZZLES}")
+        if p.get("a_swizzle") not in ALL_SWIZZLES or p.get("b_swizzle") not in ALL_SWIZZLES:
+            raise ValueError(f"operand swizzles are one of {ALL_SWIZZLES}")
         if p.get("M") not in (64, 128) or not 8 <= p.get("N", 0) <= 256 or p.get("instr_n") not in (8, 16, 32, 64, 128, 256):
             raise ValueError("M is 64 or 128, N from 8 to 256, instr_n a power of two from 8 to 256")
         if (p.get("num_warps"), list(p.get("warps_per_cta", []))) not in ((4, [4, 1]), (8, [8, 1]), (8, [4, 2])):
@@ -128,8 +136,9 @@ class TritonWgmma(GluonKernelTarget):
             raise ValueError("M, N, K must be multiples of the instruction shape times the warps")
         a_row = (p["M"] if p["a_mn_major"] else p["K"]) * bits // 8
         b_row = (p["K"] if p["b_k_major"] else p["N"]) * bits // 8
-        if p["a_swizzle"] > a_row or p["b_swizzle"] > b_row:
-            raise ValueError("a swizzle is wider than its operand's contiguous rows")
+        if p["a_swizzle"] not in swizzles(bits, a_row) or p["b_swizzle"] not in swizzles(bits, b_row):
+            raise ValueError("a swizzle is wider than its operand's contiguous rows, or an unswizzled operand is not "
+                             f"16-bit with {UNSWIZZLED_ROW_BYTES}-byte rows")
         if (p["M"] * p["K"] + p["K"] * p["N"]) * bits // 8 > SMEM_BYTES:
             raise ValueError("the operands do not fit the shared-memory budget")
 
@@ -253,6 +262,9 @@ def triton_wgmma_space() -> Space:
             return pair["A major"] == "MN" and pair["mma type"] not in ("f16", "bf16")
         if "B major" in pair and "mma type" in pair:
             return pair["B major"] == "MN" and pair["mma type"] not in ("f16", "bf16")
+        for swizzle in ("A swizzle", "B swizzle"):  # unswizzled operands: 16-bit types (and 32-byte rows)
+            if swizzle in pair and "mma type" in pair:
+                return pair[swizzle] == 0 and pair["mma type"] not in ("f16", "bf16")
         if "A from registers" in pair and "A major" in pair:  # registers hold A K-major
             return pair["A from registers"] == "yes" and pair["A major"] == "MN"
         if "warps" in pair and "M" in pair:  # [8, 1] warps need M = 128
@@ -273,8 +285,9 @@ def triton_wgmma_space() -> Space:
                   lambda p: "yes" if p["a_in_regs"] else "no"),
         Parameter("A major", ("K", "MN"), f"{ptx}: imm-trans-a", lambda p: "MN" if p["a_mn_major"] else "K"),
         Parameter("B major", ("K", "MN"), f"{ptx}: imm-trans-b", lambda p: "K" if p["b_k_major"] else "MN"),
-        Parameter("A swizzle", (32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width (0: refused by Triton, not drawn)",
+        Parameter("A swizzle", ALL_SWIZZLES, f"{gluon}: NVMMASharedLayout.swizzle_byte_width (0: 16-bit, 32-byte rows)",
                   lambda p: p["a_swizzle"]),
-        Parameter("B swizzle", (32, 64, 128), f"{gluon}: NVMMASharedLayout.swizzle_byte_width", lambda p: p["b_swizzle"]),
+        Parameter("B swizzle", ALL_SWIZZLES, f"{gluon}: NVMMASharedLayout.swizzle_byte_width (0: 16-bit, 32-byte rows)",
+                  lambda p: p["b_swizzle"]),
         Parameter("use accumulator", ("no", "yes"), f"{ptx}: scale-d", lambda p: "yes" if p["use_acc"] else "no"),
     ), illegal)

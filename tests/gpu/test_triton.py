@@ -7,7 +7,6 @@ import collections
 import json
 import subprocess
 import sys
-from math import prod
 from pathlib import Path
 
 import pytest
@@ -137,13 +136,9 @@ def test_shared_memory_round_trips_on_the_gpu_match_the_oracle():
 # ---- triton.tma -------------------------------------------------------------------------------
 
 def _tma_signature(p):
-    from triton.experimental.gluon import language as ttgl
-
-    ty = {8: "i8", 16: "i16", 32: "i32"}[p["elem_bits"]]
-    layout = ttgl.NVMMASharedLayout(p["swizzle"], p["elem_bits"], len(p["block"]))
-    desc = f"tensordesc<{ty}[{', '.join(map(str, p['block']))}],{layout!r}>"
-    constexprs = {"COORD": tuple(p["coord"]), "N": prod(p["block"]), "F": ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0])}
-    return {"in_desc": desc, "out_desc": desc, "raw": "*" + ty, "fill": "*" + ty}, constexprs
+    """``tma_probe``'s signature and constexprs for the (partial) case ``p``, as ``triton.tma`` compiles it."""
+    spec = TritonTma().kernel_spec(Case("triton.tma", 0, 0, p))
+    return spec.signature, spec.constexprs
 
 
 @pytest.mark.slow
@@ -273,13 +268,10 @@ def test_finding_a_tma_copy_at_a_negative_coordinate_traps_the_device():
 # ---- triton.wgmma -----------------------------------------------------------------------------
 
 def _wgmma_compile(p):
-    from layoutfuzz.gpu.gluon_probes import wgmma_probe
     from layoutfuzz.gpu.targets.gluon_kernel import compile_for_sm90
-    from layoutfuzz.gpu.targets.triton_wgmma import STORAGE
 
-    signature = {"a_ptr": "*" + STORAGE[p["a_dtype"]][1], "b_ptr": "*" + STORAGE[p["b_dtype"]][1],
-                 "c_ptr": "*" + STORAGE[p["acc"]][1], "d_ptr": "*" + STORAGE[p["acc"]][1]}
-    return compile_for_sm90(wgmma_probe, signature, TritonWgmma().constexprs(p), p["num_warps"])
+    spec = TritonWgmma().kernel_spec(Case("triton.wgmma", 0, 0, p))
+    return compile_for_sm90(spec.kernel, spec.signature, spec.constexprs, spec.num_warps)
 
 
 def test_wgmma_cases_are_valid_and_cover_types_majors_and_sources():
@@ -294,7 +286,7 @@ def test_wgmma_cases_are_valid_and_cover_types_majors_and_sources():
         assert len(target.expected(case)) == p["M"] * p["N"]
     assert seen["mma"] == set(MMA_BITS) and seen["acc"] == {"f32", "f16", "i32"}
     assert all(seen[k] == {False, True} for k in ("a_in_regs", "a_mn_major", "b_k_major"))
-    assert seen["a_swizzle"] == seen["b_swizzle"] == {32, 64, 128}
+    assert seen["a_swizzle"] == seen["b_swizzle"] == {0, 32, 64, 128}  # 0: 16-bit operands (lowered from 3.8.0)
 
 
 def test_wgmma_rejects_mn_major_operands_of_other_than_16_bits():
