@@ -87,11 +87,12 @@ def test_a_gpu_target_s_start_up_thread_imports_nothing_its_worker_did_not_impor
     pytest.importorskip("cuda.bindings.driver", reason="the GPU targets' start-up needs cuda-bindings")
     names = sorted(_gpu_targets_by_start_up().values())
     assert {"mosaic.gpu", "triton.convert_layout", "triton.tma_multicast", "tma.encode"} <= set(names), names
-    for name in names:
-        done = subprocess.run([sys.executable, "-c", _THREAD_IMPORTS, name], capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert done.stdout.strip() == "[]", f"{name}'s start-up thread imported {done.stdout.strip()}"
+    started = {name: subprocess.Popen([sys.executable, "-c", _THREAD_IMPORTS, name], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True) for name in names}
+    for name, process in started.items():
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err[-2000:]
+        assert out.strip() == "[]", f"{name}'s start-up thread imported {out.strip()}"
 
 
 def test_the_fork_server_imports_what_every_worker_runs_then_the_targets_preload_sorted(monkeypatch):
