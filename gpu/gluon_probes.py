@@ -183,16 +183,17 @@ def _to_mma(x, MMA: ttgl.constexpr, ROUND: ttgl.constexpr):
 
 
 @gluon.jit
-def _guarded_operand(x, MMA: ttgl.constexpr, LAYOUT: ttgl.constexpr, POISON: ttgl.constexpr, POISON_INT: ttgl.constexpr):
+def _guarded_operand(x, MMA: ttgl.constexpr, LAYOUT: ttgl.constexpr, POISON: ttgl.constexpr, POISON_INT: ttgl.constexpr,
+                     AT: ttgl.constexpr = 1):
     """``x`` in the middle one of three adjacent shared buffers of ``LAYOUT`` (one allocation, as a multi-buffer), the
     two around it holding ``POISON`` (the bits of a NaN of ``MMA``, or a large integer): the operand's guard zones, so
-    that an MMA reading past it computes with poison."""
+    that an MMA reading past it computes with poison. Returns buffer ``AT``: the operand (a guard zone, to test it)."""
     buffers = ttgl.allocate_shared_memory(MMA, [3, x.shape[0], x.shape[1]], LAYOUT)
     poison = ttgl.full(x.shape, POISON, POISON_INT, x.type.layout).to(MMA, bitcast=True)
     buffers.index(0).store(poison)
     buffers.index(2).store(poison)
     buffers.index(1).store(x)
-    return buffers.index(1)
+    return buffers.index(AT)
 
 
 @gluon.jit
