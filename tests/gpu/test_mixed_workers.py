@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
-TORCH_FREE = ("triton.convert_layout", "triton.shared_memory")  # prebuilt kernels through cuda.core
-TORCH_USING = ("triton.tma", "triton.wgmma")  # Triton's JIT on torch tensors; triton.tma's traps replace workers
+TORCH_FREE = ("triton.convert_layout", "triton.shared_memory")  # prebuilt kernels through cuda.core on NumPy's buffers
+# Triton's JIT on torch tensors, torch's CUDA state begun on each worker's start-up thread; raw kernels on torch tensors
+TORCH_USING = ("triton.tma_multicast", "tma.swizzle")
 
 
 @pytest.mark.gpu
@@ -26,5 +27,5 @@ def test_torch_free_and_torch_using_targets_share_workers_without_a_harness_erro
         "SELECT target, outcome, count(*), min(detail) FROM outcomes GROUP BY target, outcome").fetchall()
     errors = [(target, count, detail[-600:]) for target, outcome, count, detail in rows if outcome == "error"]
     assert not errors, errors
-    passed = {target for target, outcome, _, _ in rows if outcome == "pass"}
-    assert passed == set(TORCH_FREE + TORCH_USING), rows
+    compared = {target for target, outcome, _, _ in rows if outcome in ("pass", "diverge")}  # each ran on the device
+    assert compared == set(TORCH_FREE + TORCH_USING), rows
