@@ -145,3 +145,59 @@ def test_cpu_scripts_exit_as_the_installed_release_answers(tmp_path, case, modul
     run = run_script(_export(case, tmp_path))
     assert run.returncode == code, run.output
     assert "expected:" in run.output and "observed:" in run.output
+
+
+def test_mosaic_scripts_tiling_rule_is_the_oracles():
+    from layoutfuzz.harness.targets.mosaic_layout_relations import TILING_APPLIES
+    from layoutfuzz.oracles import mosaic_relations as rel
+
+    space: dict = {}
+    exec(TILING_APPLIES, space)
+    tiles = [[[64], [16], [8], [1]], [[128, 16], [32, 16]], [[4, 2, 16], [8], [1]], [[8], [2]], [[2, 3]]]
+    shapes = [[128], [1, 128], [2, 128, 48], [1, 12, 6, 1], [8], [64, 32], [6], [4, 2, 16], [3, 1, 2, 48]]
+    answers = {(str(t), str(s)): space["applies"](t, s) for t in tiles for s in shapes}
+    assert answers == {(str(t), str(s)): rel.tiling_applies(t, s) for t in tiles for s in shapes}
+    assert len(set(answers.values())) == 2
+    assert space["applies"]([[128, 16]], [2, 128, 48]) and not space["applies"]([[64]], [1, 48])  # by hand
+
+
+def test_mosaic_relation_script_broadcast_rule_is_numpys():
+    np = pytest.importorskip("numpy")
+    from layoutfuzz.harness.targets.mosaic_layout_relations import _DEFINITIONS
+
+    space: dict = {"np": np}
+    exec(_DEFINITIONS, space)
+    pairs = [((1,), (4, 8)), ((8,), (4, 8)), ((4, 1), (4, 8)), ((2, 8), (4, 8)), ((4, 8), (8,)), ((1, 1), (1,)), ((), (3,))]
+    for shape, target in pairs:
+        try:
+            numpy = np.broadcast_shapes(shape, target) == target
+        except ValueError:
+            numpy = False
+        assert space["broadcasts"](shape, target) == numpy, (shape, target)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, code", [
+    ("mosaic-splat-left-aligned.json", 1),  # bad in jax 0.10.2 (fixed in 0.12.0.1)
+    ("mosaic-reduce-canonicalize-raises.json", 1),
+    ("mosaic-inference-rank1-reshape.json", 1),
+    ("mosaic-inference-broadcast-tiling-rank.json", 1),
+    ("mosaic.layout_relations/12/26", 0),  # a reduction Mosaic answers with a tiled layout (WGMMA_ROW_LAYOUT)
+    ("mosaic.layout_inference/21/9", 0),  # layouts inferred, each as its op needs
+    ("mosaic.layout_inference/21/8", 0),  # a refusal where layoutfuzz knows no consistent assignment
+])
+def test_mosaic_scripts_exit_as_the_installed_jax_answers(tmp_path, case, code):
+    _needs("jax")
+    run = run_script(_export(case, tmp_path))
+    assert run.returncode == code, run.output
+    assert "expected:" in run.output and "observed:" in run.output
+
+
+@pytest.mark.slow
+def test_mosaic_reduce_script_fails_a_reduced_layout_that_puts_elements_in_other_threads(tmp_path):
+    _needs("jax")
+    script = _export("mosaic.layout_relations/12/26", tmp_path)  # WGMMA_LAYOUT on (448, 8), reduced over axis 1
+    call = next(line for line in script.read_text().splitlines() if line.startswith("    answer = "))
+    script.write_text(script.read_text().replace(call, "    answer = cs.RegisterLayout(fa.WGMMA_COL_LAYOUT)"))
+    run = run_script(script)
+    assert run.returncode == 1 and "threads hold other elements" in run.output, run.output

@@ -93,6 +93,17 @@ class MosaicLayoutInference(MosaicTarget):
         return Comparison(False, len(found), lines[:8], first.signature, lines[0])
 
 
+    def reproducer_script(self, case: Case) -> str | None:
+        """A script that needs only JAX (``layoutfuzz export``); None where the case's finding is a property the
+        script does not check (the placements of reductions, reshapes and broadcasts)."""
+        observed = self.observed(case)
+        verdict = self.compare(case, self.expected(case), observed)
+        if not verdict.ok and not verdict.signature.startswith("spurious refusal") and \
+                not verdict.signature.endswith(SCRIPT_PROPERTIES):
+            return None
+        return reproducer(case, observed.get("witness"))
+
+
 def _validate_op(op: Mapping[str, Any], shapes: Sequence[tuple[int, ...]], i: int) -> None:
     if any(n < 1 for n in shapes[i]) or not 1 <= len(shapes[i]) <= 4:
         raise ValueError("values have rank 1-4 and positive dims")
@@ -429,3 +440,118 @@ def _broadcast_reduce(cs: Any, dst: Any, src_shape: Sequence[int], dst_shape: Se
     if new:
         expr = cs.Reduce(expr, tuple(new), len(dst_shape), keep_dims=False)
     return expr
+
+
+# ---- the reproducer: the program built and inferred as jax's own test does, the layouts' properties inline ------------
+
+# the properties (oracle signatures' endings) a reproducer checks inline; it checks refusals against a witness too
+SCRIPT_PROPERTIES = ("layout does not apply to its value", "result is not the cast layout",
+                     "tiled result whose tiling rank is not the result's rank")
+
+_MLIR_LINES = {
+    "undef": "llvm.mlir_undef(vec({shape}))",
+    "cast": "mgpu.dialect.layout_cast(v{src}, layouts.to_layout_attr({layout}))",
+    "reduce": "vector.MultiDimReductionOp(vector.CombiningKind.ADD, v{src}, v{acc}, {axes}).result",
+    "broadcast": "mgpu.dialect.broadcast_in_dim(vec({shape}), v{src}, {dims})",
+    "add": "arith.addf(v{a}, v{b})",
+    "shape_cast": "vector.shape_cast(vec({shape}), v{src})",
+}
+
+_CHECKS = '''
+
+def problems():
+    """Each value's inferred layouts that break a property: a layout that does not apply to its value, a cast whose
+    result is not the cast layout, a broadcast whose tiled result's tiling rank is not the result's (its lowering,
+    FragmentedArray.broadcast_in_dim, refuses that: 'Tiling rank different than broadcast result rank')."""
+    found = []
+    for i, value in enumerate(values):
+        op = value.owner
+        for name, shapes in (("in_layouts", [SHAPES[a] for a in OPERANDS[i]]), ("out_layouts", [SHAPES[i]])):
+            got = [layouts.from_layout_attr(a) for a in op.attributes[name]] if name in op.attributes else []
+            for layout, shape in zip(got, shapes):
+                tiles = layout.tiling.tiles if isinstance(layout, fa.TiledLayout) else None
+                if not (applies(tiles, shape) if tiles else tuple(layout.shape) == shape):
+                    found.append(f"value {i}: {name[:-8]} layout {layout} does not apply to {shape}")
+        out = layouts.from_layout_attr(op.attributes["out_layouts"][0]) if "out_layouts" in op.attributes else None
+        if i in CASTS and out != CASTS[i]:
+            found.append(f"value {i}: cast to {CASTS[i]}, inferred {out}")
+        if i in BROADCASTS and isinstance(out, fa.TiledLayout) and len(out.tiling.tiles[0]) != len(SHAPES[i]):
+            found.append(f"value {i}: broadcast_in_dim to {SHAPES[i]} in {out}, tiling rank {len(out.tiling.tiles[0])}")
+    return found
+'''
+
+
+def reproducer(case: Case, found: Sequence[Mapping[str, Any]] | None) -> str:
+    """A script that needs only JAX: the case's program as an MLIR module built as jax's
+    tests/mosaic/gpu_layout_inference_test.py builds one, ``mgpu.infer_layout`` on it, then the inferred layouts'
+    properties checked inline; a refusal is the problem where layoutfuzz found a consistent assignment
+    (``found``, verified by its oracle, written in)."""
+    from layoutfuzz.harness.targets.mosaic_layout_relations import TILING_APPLIES, _layout_source
+
+    ops = case.params["ops"]
+    shapes = inf.value_shapes(ops)
+    lines = []
+    for i, (op, shape) in enumerate(zip(ops, shapes)):
+        args = {**op, "shape": list(shape), "layout": _layout_source(op["layout"]) if "layout" in op else None}
+        lines.append(f"        v{i} = " + _MLIR_LINES[op["op"]].format(**args))
+    witness = None if found is None else [_short(a["out"][0]) for a in found]
+    casts = {i: _layout_source(op["layout"]) for i, op in enumerate(ops) if op["op"] == "cast"}
+    return f'''"""Mosaic GPU's layout inference on a small program ({case.case_id}, found by layoutfuzz), built as jax's own
+tests/mosaic/gpu_layout_inference_test.py builds one (f32 vectors, undef operands under that test's undef rule):
+{"; ".join(f"{i} {inf.MLIR_NAME[op['op']]}" for i, op in enumerate(ops))}. Inference must give every value a layout
+that applies to it and that its op lowers with, and may refuse only where no consistent assignment exists.
+Needs only JAX; runs on a CPU. Exit 1 while the problem shows, 0 once it is gone, 2 where this JAX lacks the API."""
+import sys
+
+try:
+    import jax
+    import jax.experimental.mosaic.gpu as mgpu
+    from jax._src.interpreters import mlir as mlir_interpreter
+    from jax._src.lib.mlir import ir
+    from jax._src.lib.mlir.dialects import arith, llvm, vector
+    from jax.experimental.mosaic.gpu import constraints as cs
+    from jax.experimental.mosaic.gpu import fragmented_array as fa
+    from jax.experimental.mosaic.gpu import layout_inference, layouts
+except ImportError as exc:
+    print("unavailable:", exc)
+    sys.exit(2)
+
+REPLICATED = fa.Replicated
+SHAPES = {[tuple(s) for s in shapes]!r}
+OPERANDS = {[list(inf.operands(op)) for op in ops]!r}
+BROADCASTS = {[i for i, op in enumerate(ops) if op["op"] == "broadcast"]!r}
+# each value's layout in a consistent assignment layoutfuzz found (its oracle checked every op's property), or None
+WITNESS = {witness!r}
+
+
+def undef_rule(ctx, op):  # the undef rule of jax's gpu_layout_inference_test.py: an undef's result is its own variable
+    result = layout_inference.ValueSite(op, layout_inference.VariableType.RESULT, 0)
+    return cs.ConstraintSystem(), {{cs.Variable(result): [result]}}
+
+
+layout_inference._add_constraint_system_derivation_rule(llvm.UndefOp)(undef_rule)
+{TILING_APPLIES}{_CHECKS}
+
+print("jax", jax.__version__)
+ctx = ir.Context()
+ctx.append_dialect_registry(mlir_interpreter.upstream_dialects)
+ctx.load_all_available_dialects()
+mgpu.dialect.register_dialect(ctx)
+with ctx, ir.Location.unknown():
+    module = ir.Module.create()
+    with ir.InsertionPoint(module.body):
+        vec = lambda shape: ir.VectorType.get(shape, ir.F32Type.get())  # noqa: E731
+{chr(10).join(lines)}
+    values = [{", ".join(f"v{i}" for i in range(len(ops)))}]
+    CASTS = {{{", ".join(f"{i}: {s}" for i, s in casts.items())}}}
+    try:
+        mgpu.infer_layout(module)
+    except Exception as exc:
+        print("expected:", f"layouts (consistent: {{'; '.join(WITNESS)}})" if WITNESS else "layouts, or a refusal")
+        print("observed: raised", f"{{type(exc).__name__}}: {{exc}}"[:300])
+        sys.exit(1 if WITNESS else 0)
+    found = problems()
+    print("expected: every inferred layout applies to its value, casts keep their layout, broadcasts lower")
+    print("observed:", "; ".join(found)[:600] if found else "every layout as expected")
+    sys.exit(1 if found else 0)
+'''

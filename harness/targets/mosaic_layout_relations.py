@@ -131,6 +131,12 @@ class MosaicLayoutRelations(MosaicTarget):
         return Comparison(False, 1, (problem,), f"{relation}: violates its definition", f"{p['op']}: {problem}")
 
 
+    def reproducer_script(self, case: Case) -> str | None:
+        """A script that needs only JAX (``layoutfuzz export``), for the relations with a yes or no answer and for
+        reduce and reshape; None for the others."""
+        return reproducer(case)
+
+
 def relation_of(p: Mapping[str, Any]) -> str:
     """The relation a case asks about (a Relayout from a splat to a tiled layout is the splat->tiled compatibility)."""
     if p["op"] == "relayout" and p["layout"]["kind"] == "tiled":
@@ -426,3 +432,156 @@ def _probe_tiles(values: list[int]) -> Iterator[list[int]]:
 JUDGE: dict[str, Callable[[Mapping[str, Any], Any], str | None]] = {
     "attr_roundtrip": _judge_roundtrip, "strided_from_shaped_type": _judge_shaped_type, "reduce": _judge_reduce,
     "reshape": _judge_reshape, "strided_broadcast": _judge_strided_broadcast, "merge_divides": _judge_merge}
+
+
+# ---- the reproducer: the relation's call as Mosaic's users make it, its definition inline --------------------------------
+
+# per op: Mosaic's answer (a script expression over LAYOUT and the case's constants) and the definition's, where it is
+# a yes or no; the script's ``applies(tiles, shape)`` is the Tiling docstring's rule
+_BASE_TILE = "the base tile applies to SHAPE (a tiling applies to trailing dims)"
+_SCRIPT_CALLS = {
+    "splat_compatible": ("layouts.splat_is_compatible_with_tiled(fa.WGSplatFragLayout(SHAPE), LAYOUT)",
+                         "applies(TILES[:1], SHAPE)", _BASE_TILE),
+    "divides": ("cs.Divides(cs.RegisterLayout(LAYOUT), SHAPE).holds()", "applies(TILES[:1], SHAPE)", _BASE_TILE),
+    "valid_assignment": ("cs.is_valid_assignment(cs.Variable(Site(SHAPE, cs.MemorySpace.REG)), cs.RegisterLayout(LAYOUT))",
+                         "applies(TILES, SHAPE) if TILES else SHAPE == LAYOUT.shape",
+                         "every tile applies to SHAPE in turn (a splat or strided layout: its shape is SHAPE)"),
+    "relayout": ("cs.Relayout(cs.RegisterLayout(fa.WGSplatFragLayout(SHAPE)), cs.RegisterLayout(LAYOUT), BITWIDTH).holds()",
+                 "applies(TILES[:1], SHAPE) if TILES else SHAPE == LAYOUT.shape",
+                 "a splat relays out to a tiled layout whose base tile applies to SHAPE (a strided one: of SHAPE)"),
+    "splat_broadcast": ("LAYOUT.can_broadcast_to(TARGET)", "broadcasts(SHAPE, TARGET)",
+                        "SHAPE broadcasts to TARGET by NumPy's rule"),
+    "reduce": ("cs.reduce_reduce_expression(cs.Reduce(cs.RegisterLayout(LAYOUT), AXES, len(SHAPE), KEEP_DIMS), {})",
+               None, "each thread holds what its elements reduce into"),
+    "reshape": ("cs.reduce_reshape_expression(cs.Reshape(cs.RegisterLayout(LAYOUT), SHAPE, TARGET), {})", None,
+                "every element stays in its thread and register"),
+}
+
+# script text: applies(tiles, shape), whether a tiling applies to a shape (the Tiling docstring)
+TILING_APPLIES = '''
+
+def applies(tiles, shape):
+    """The Tiling docstring: each tile in turn tiles the trailing dims of the (tiled) shape, no more dims than it
+    has, each dividing the dim it tiles (a dim n under a tile t becomes n / t, the tile's dims go to the end)."""
+    dims = list(shape)
+    for tile in tiles:
+        if not tile or len(tile) > len(dims) or any(n % t for n, t in zip(dims[len(dims) - len(tile):], tile)):
+            return False
+        dims = dims[:len(dims) - len(tile)] + [n // t for n, t in zip(dims[len(dims) - len(tile):], tile)] + list(tile)
+    return True
+'''
+_DEFINITIONS = TILING_APPLIES + '''
+
+def broadcasts(shape, target):
+    """NumPy's broadcast rule: target has at least shape's dims, and each of shape's (aligned right) is 1 or equal."""
+    return len(target) >= len(shape) and all(n in (1, m) for n, m in zip(shape[::-1], target[::-1]))
+
+
+def projected(layout, shape, out_shape):
+    """Per thread, the elements of the reduced array its elements reduce into (AXES dropped, or kept as 0)."""
+    coords = np.unravel_index(holders(layout, shape), shape)
+    kept = [np.zeros_like(c) if d in AXES else c for d, c in enumerate(coords) if KEEP_DIMS or d not in AXES]
+    flat = np.ravel_multi_index(kept, out_shape) if kept else np.zeros_like(coords[0])
+    return [set(row.tolist()) for row in flat]
+
+
+def judge_reduce(answer):
+    """None where the reduced layout holds, in each thread, what the thread's elements reduce into; else why not."""
+    out_shape = tuple(1 if d in AXES else n for d, n in enumerate(SHAPE) if KEEP_DIMS or d not in AXES)
+    if isinstance(LAYOUT, fa.WGSplatFragLayout) or isinstance(answer, fa.WGSplatFragLayout):
+        return None if answer == fa.WGSplatFragLayout(out_shape) else f"not a splat of {out_shape}"
+    if not isinstance(answer, fa.TiledLayout) or not isinstance(LAYOUT, fa.TiledLayout):
+        return None  # a strided reduction: its placement is not checked here
+    want, got = projected(LAYOUT, SHAPE, out_shape), [set(row.tolist()) for row in holders(answer, out_shape)]
+    wrong = [t for t in range(THREADS) if got[t] != want[t]]
+    return f"{len(wrong)} threads hold other elements than their own reduce into" if wrong else None
+
+
+def judge_reshape(answer):
+    """None where the layout on the new shape keeps every element in its thread and register; else why not."""
+    if isinstance(LAYOUT, fa.WGSplatFragLayout) or not isinstance(answer, fa.TiledLayout):
+        return None if not isinstance(LAYOUT, fa.WGSplatFragLayout) or answer == fa.WGSplatFragLayout(TARGET) else \\
+            f"not a splat of {TARGET}"
+    want, got = holders(LAYOUT, SHAPE), holders(answer, TARGET)
+    moved = int((got != want).sum()) if got.shape == want.shape else got.size
+    return f"{moved} elements held elsewhere after the reshape" if moved else None
+'''
+
+
+_JUDGE_ANSWER = '''want = DEFINITION
+print("expected:", want, "(WORDS)")
+print("observed:", answer)
+sys.exit(0 if bool(answer) == want else 1)
+'''
+_JUDGE_LAYOUT = '''print("expected: a layout where WORDS, or the expression left unreduced")
+if not isinstance(answer, cs.RegisterLayout):
+    print("observed: left unreduced (a documented limit):", str(answer)[:100])
+    sys.exit(0)
+why = JUDGE(answer.value)
+print("observed:", str(answer.value)[:100], "" if why is None else f"({why})")
+sys.exit(0 if why is None else 1)
+'''
+
+
+def _layout_source(layout: Mapping[str, Any]) -> str:
+    """The script line that builds the case's layout: a tiled one canonical, as Mosaic's users build them."""
+    from layoutfuzz.harness.targets.mosaic_layouts import tiled_source
+
+    if layout["kind"] == "splat":
+        return f"fa.WGSplatFragLayout({tuple(layout['shape'])!r})"
+    if layout["kind"] == "strided":
+        return f"fa.WGStridedFragLayout({tuple(layout['shape'])!r}, {layout['vec_size']})"
+    return f"{tiled_source(layout)}.canonicalize()"
+
+
+def reproducer(case: Case) -> str | None:
+    """A script that needs only JAX and NumPy: the relation's call on the case's layout, judged by its definition
+    inline (a yes or no), or for reduce and reshape by where each element sits (Mosaic's own index code on NumPy
+    integers): exit 1 while Mosaic's answer differs (or it raises on an input inside the relation's domain), 0 once
+    it agrees or leaves the expression unreduced (its documented limit), 2 where this JAX lacks the API."""
+    from layoutfuzz.harness.targets.mosaic_layouts import HOLDERS
+
+    p = case.params
+    if p["op"] not in _SCRIPT_CALLS:
+        return None
+    call, definition, words = _SCRIPT_CALLS[p["op"]]
+    layout = p["layout"]
+    constants = {"SHAPE": tuple(p.get("shape") or layout["shape"]), "TILES": tuple(tuple(t) for t in layout.get("tiles", ())),
+                 "TARGET": tuple(p["target"]) if "target" in p else None, "AXES": tuple(p.get("axes", ())),
+                 "KEEP_DIMS": p.get("keep_dims"), "BITWIDTH": p.get("bitwidth")}
+    lines = "".join(f"{k} = {v!r}\n" for k, v in constants.items() if v is not None)
+    relation = relation_of(p)
+    judge = (_JUDGE_ANSWER.replace("DEFINITION", definition) if definition else
+             _JUDGE_LAYOUT.replace("JUDGE", f"judge_{p['op']}")).replace("WORDS", words)
+    return f'''"""Mosaic GPU's {relation} ({p["op"]}, {case.case_id}, found by layoutfuzz): the input is inside the relation's
+domain (a layout Mosaic constructs, a shape its tiling applies to where the relation needs one), so Mosaic must answer,
+and answer as the relation's definition does. Needs only JAX and NumPy; runs on a CPU. Exit 1 while Mosaic's answer
+differs (or it raises), 0 once it agrees, 2 where this JAX lacks the API."""
+import sys
+from collections import namedtuple
+
+import numpy as np
+
+try:
+    import jax
+    from jax.experimental.mosaic.gpu import constraints as cs
+    from jax.experimental.mosaic.gpu import fragmented_array as fa
+    from jax.experimental.mosaic.gpu import layouts
+    from jax.experimental.mosaic.gpu import utils
+except ImportError as exc:
+    print("unavailable:", exc)
+    sys.exit(2)
+
+REPLICATED = fa.Replicated
+Site = namedtuple("Site", "shape memory_space")  # what a constraint variable's key tells: a value's shape and memory
+{lines}LAYOUT = {_layout_source(layout)}
+{HOLDERS}{_DEFINITIONS}
+
+print("jax", jax.__version__)
+try:
+    answer = {call}
+except Exception as exc:
+    print("expected: an answer (the input is inside the relation's domain)")
+    print("observed: raised", f"{{type(exc).__name__}}: {{exc}}"[:300])
+    sys.exit(1)
+{judge}'''
