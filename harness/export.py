@@ -39,6 +39,7 @@ class Finding:
     case: Case
     problem: ledger.KnownProblem | None
     origin: str
+    case_file: Path | None = None  # the reduced case or report it was read from, if any
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,9 @@ class ScriptRun:
 
 def _matching_problem(known: dict[str, ledger.KnownProblem], ledger_dir: Path, path: Path,
                       report: dict | None) -> ledger.KnownProblem | None:
-    """The ledger entry whose reproducer is ``path``, else the one of the report's bucket."""
+    """The ledger entry one of whose reduced cases is ``path``, else the one of the report's bucket."""
     for problem in dict.fromkeys(known.values()):
-        if problem.reproducer and (ledger_dir / problem.reproducer).resolve() == path.resolve():
+        if any((ledger_dir / case).resolve() == path.resolve() for case in problem.cases):
             return problem
     if report is not None:
         return known.get(bucket_of(report["case"]["target"], report["outcome"], report["signature"]))
@@ -62,7 +63,18 @@ def _matching_problem(known: dict[str, ledger.KnownProblem], ledger_dir: Path, p
 
 def _from_file(path: Path, known: dict[str, ledger.KnownProblem], ledger_dir: Path) -> Finding:
     case, report = schema.read_case_file(path)
-    return Finding(case, _matching_problem(known, ledger_dir, path, report), str(path))
+    return Finding(case, _matching_problem(known, ledger_dir, path, report), str(path), path)
+
+
+def _case_of_bucket(problem: ledger.KnownProblem, bucket: str, ledger_dir: Path) -> Path:
+    """The reduced case of ``problem`` that shows ``bucket``: the first of its cases on that bucket's target (its
+    reproducer where none is)."""
+    target = next(t for t, o, s in problem.identities if bucket_of(t, o, s) == bucket)
+    for case in problem.cases:
+        path = ledger_dir / case
+        if path.is_file() and schema.read_case_file(path)[0].target == target:
+            return path
+    return ledger_dir / problem.reproducer
 
 
 def _from_store(case_id: str, out: Path) -> Case | None:
@@ -113,7 +125,8 @@ def resolve(what: str, out: Path, known_path: Path) -> Finding:
             return Finding(case, None, f"bucket {what} of {out}")
         if not problem.reproducer:
             raise UsageError(f"ledger entry {what} ({problem.target}) has no reproducer case to export")
-        return Finding(_from_file(ledger_dir / problem.reproducer, known, ledger_dir).case, problem, f"ledger {what}")
+        path = _case_of_bucket(problem, what, ledger_dir)
+        return Finding(_from_file(path, known, ledger_dir).case, problem, f"ledger {what}", path)
     path = Path(what)
     if path.is_file():
         return _from_file(path, known, ledger_dir)
@@ -142,9 +155,9 @@ def script_of(target: Target, case: Case) -> str:
 
 
 def slug(finding: Finding) -> str:
-    """The folder name: the reproducer file's stem, else the case id."""
-    if finding.problem is not None and finding.problem.reproducer:
-        return Path(finding.problem.reproducer).stem
+    """The folder name: the stem of the case file it was read from, else the case id."""
+    if finding.case_file is not None:
+        return finding.case_file.name.split(".")[0]
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", finding.case.case_id)
 
 

@@ -5,6 +5,7 @@ ClusterFuzz and syzbot, which keep known problems out of "new")."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
@@ -14,10 +15,11 @@ from typing import Any
 import tomli_w
 
 from layoutfuzz.reports.files import write_atomically
-from layoutfuzz.reports.outcome import PARTIES
+from layoutfuzz.reports.outcome import PARTIES, Outcome
 from layoutfuzz.reports.signatures import bucket_of
 
 DEFAULT_LEDGER = "layoutfuzz-known.toml"
+OUTCOMES = tuple(o.value for o in Outcome)
 STATUSES = ("unreported", "open upstream", "fixed upstream", "expected behaviour", "hardware behaviour", "specification",
             "harness bug")
 
@@ -44,13 +46,31 @@ class KnownProblem:
     first_good: str = ""  # the first release where the reproducer passes again ('' if still bad)
     bisected: str = ""  # the releases replayed and what each gave: '3.6.0 bad, 3.8.0 good, 3.9.0 good'
     masked: str = ""  # releases where another failure comes first, so this one cannot show: '3.6.0'
-    variants: str = ""  # other signatures of the same root cause (same target and outcome), one per line
+    # other signatures of the same root cause, one per line: a signature of the entry's target and outcome, or
+    # '[TARGET OUTCOME] signature' for one another target (or outcome) meets it with
+    variants: str = ""
+    reproducers: str = ""  # reduced cases of the variants (paths from the ledger's folder), one per line
+
+    @property
+    def identities(self) -> tuple[tuple[str, str, str], ...]:
+        """(target, outcome, signature) of every form this root cause takes: its own, then its variants'."""
+        others = [s for s in self.variants.split("\n") if s.strip()]  # exact: a signature may end in a space
+        return ((self.target, self.outcome, self.signature), *(variant(s, self.target, self.outcome) for s in others))
 
     @property
     def buckets(self) -> tuple[str, ...]:
         """Every bucket this root cause shows as: its signature's, then its variants'."""
-        others = [s for s in self.variants.split("\n") if s.strip()]  # exact: a signature may end in a space
-        return (self.bucket, *(bucket_of(self.target, self.outcome, s) for s in others))
+        return tuple(bucket_of(*identity) for identity in self.identities)
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The targets that meet this root cause: its own first."""
+        return tuple(dict.fromkeys(t for t, _, _ in self.identities))
+
+    @property
+    def cases(self) -> tuple[str, ...]:
+        """Its reduced cases: the reproducer, then the variants' (paths from the ledger's folder)."""
+        return tuple(c for c in (self.reproducer, *self.reproducers.split("\n")) if c.strip())
 
     def present_in(self, version: str, order: Callable[[str], Any]) -> bool | None:
         """Whether the problem is present in Triton ``version`` by its recorded range (None: no range, or
@@ -65,6 +85,18 @@ class KnownProblem:
     @property
     def bucket(self) -> str:
         return bucket_of(self.target, self.outcome, self.signature)
+
+
+VARIANT_ELSEWHERE = re.compile(r"\[(?P<target>[\w.+-]+) (?P<outcome>[a-z]+)\] (?P<signature>.*)", re.DOTALL)
+
+
+def variant(line: str, target: str, outcome: str) -> tuple[str, str, str]:
+    """(target, outcome, signature) of a variants line: '[TARGET OUTCOME] signature' names another target or outcome
+    (a known outcome only), any other line is a signature of the entry's own."""
+    match = VARIANT_ELSEWHERE.fullmatch(line)
+    if match and match["outcome"] in OUTCOMES:
+        return match["target"], match["outcome"], match["signature"]
+    return target, outcome, line
 
 
 def entry(raw: Mapping, where: str) -> KnownProblem:
@@ -166,7 +198,7 @@ def _bucket_of(block: str) -> str:
 
 
 def _field_lines(problem: KnownProblem) -> str:
-    return tomli_w.dumps({k: v for k, v in asdict(problem).items() if v})
+    return tomli_w.dumps({k: v for k, v in asdict(problem).items() if v}, multiline_strings=True)
 
 
 def _edited(block: str, problem: KnownProblem) -> str:
@@ -178,7 +210,7 @@ def _edited(block: str, problem: KnownProblem) -> str:
         if old.get(name, "") == value:
             continue
         at = next((i for i, line in enumerate(lines) if _key(line) == name), None)
-        line = tomli_w.dumps({name: value}) if value else ""
+        line = tomli_w.dumps({name: value}, multiline_strings=True) if value else ""  # a line a value
         if at is not None:
             lines[at:_value_end(lines, at)] = [line]
         elif value:
@@ -214,13 +246,18 @@ def _key(line: str) -> str:
     return key if sep and key.isidentifier() and not line.startswith((" ", "\t", "#")) else ""
 
 
+IDENTITY = ("target", "outcome", "signature")
+
+
 def add(path: str | Path, problem: KnownProblem) -> bool:
-    """Adds (or updates, keeping what is not given anew) one entry; True if it was new."""
-    problems = load(path)
-    old = problems.get(problem.bucket)
+    """Adds (or updates, keeping what is not given anew) one entry; True if it was new. An entry that holds the
+    problem's bucket as a variant is the one updated: it keeps its own target, outcome and signature."""
+    known = load(path)
+    old = known.get(problem.bucket)
     if old is not None:
-        given = {k: v for k, v in asdict(problem).items() if v and v != getattr(KnownProblem, k, None)}
+        given = {k: v for k, v in asdict(problem).items()
+                 if v and v != getattr(KnownProblem, k, None) and k not in IDENTITY}
         problem = replace(old, **given)
-    problems[problem.bucket] = problem
-    save(path, problems.values())
+    problems = [problem if p is old else p for p in dict.fromkeys(known.values())]
+    save(path, problems if old is not None else [*problems, problem])
     return old is None

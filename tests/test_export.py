@@ -152,3 +152,17 @@ def test_known_list_counts_root_causes_per_system_and_status(tmp_path, capsys):
 def test_export_has_no_import_cycle():
     run = subprocess.run([sys.executable, "-c", "import layoutfuzz.harness.cli.export, layoutfuzz.harness.export"])
     assert run.returncode == 0
+
+
+def test_a_variants_bucket_exports_the_variants_reduced_case_under_its_root_cause(tmp_path, capsys):
+    _needs("triton")
+    from layoutfuzz.reports.signatures import bucket_of
+
+    variant = bucket_of("triton.shared_layouts", "diverge", "not a memory layout (a zero offset basis)")
+    problem = ledger.load(LEDGER)[variant]
+    assert problem.target == "triton.layouts"  # one root cause, reached through triton.layouts first
+    assert main(["export", variant, "--to", str(tmp_path), "--known", str(LEDGER)]) == 0
+    folder = tmp_path / "shared-layouts-unswizzled-transposed-rank3-zero-offset"  # the variant's case, not the entry's
+    issue = (folder / "ISSUE.md").read_text()
+    assert "`triton.shared_layouts/3/36`" in issue and f"root cause `{problem.bucket}`" in issue
+    assert "allocate_shared_memory" in (folder / "repro.py").read_text()

@@ -35,7 +35,7 @@ BLOCKED = ('import sys\ntry:\n    __import__("layoutfuzz")\n    print("observed:
 def test_the_ledgers_range_sets_the_exit_codes_allowed():
     assert expected_codes(TRITON, "3.9.0") == (1,)  # bad from 3.8.0 on
     assert expected_codes(TRITON, "3.7.1") == (0,)
-    assert expected_codes(TRITON, "3.6.0") == (1, 2)  # masked: another failure first, or the case cannot be built
+    assert expected_codes(TRITON, "3.6.0") == (0, 1, 2)  # masked: another failure first on some route, not judged
     assert expected_codes(PYCUTE, "4.2.0.0") == (1,)  # no range: bad in the release it was recorded in
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.reports import ledger
 from layoutfuzz.reports.buckets import diff_buckets
 from layoutfuzz.reports.outcome import Outcome, Result
-from layoutfuzz.reports.signatures import bucket_key, root_cause
+from layoutfuzz.reports.signatures import bucket_key, bucket_of, root_cause
 from layoutfuzz.reports.store import Store
 from layoutfuzz.reports.triage import Replay, Triage, night_replays
 
@@ -41,22 +40,30 @@ def _open_root_causes(text: str) -> list[tuple[str, str, str]]:
 def test_the_shipped_ledger_holds_every_root_cause_the_findings_page_leaves_open():
     listed = _open_root_causes((REPO / "docs" / "findings.md").read_text())
     assert len(listed) >= 20 and ("triton.tma", "diverge", "store:granule-past-inner-bound") in listed  # the parse works
-    entries = tomllib.loads((REPO / "layoutfuzz-known.toml").read_text())["problem"]
-    held = {(e["target"], e["outcome"], e["signature"]): e for e in entries}
-    missing = [row for row in listed if row not in held]
+    known = ledger.load(REPO / "layoutfuzz-known.toml")  # each entry under its own bucket and its variants'
+    missing = [row for row in listed if bucket_of(*row) not in known]
     assert not missing, f"open in docs/findings.md, not in layoutfuzz-known.toml: {missing}"
     for row in listed:  # open means open: none of them is recorded as fixed
-        assert held[row].get("status") != "fixed upstream", row
+        assert known[bucket_of(*row)].status != "fixed upstream", row
 
 
-def test_the_rank_3_reorderings_are_known_with_their_reproducers_and_ranges():
-    entries = tomllib.loads((REPO / "layoutfuzz-known.toml").read_text())["problem"]
+def test_the_rank_3_reorderings_are_one_root_cause_with_the_zero_offsets_with_their_reproducers_and_range():
+
+    known = ledger.load(REPO / "layoutfuzz-known.toml")
+    entry = known[bucket_of("triton.layouts", "diverge", "offset bases: not a memory layout (a zero offset basis)")]
     for target, signature, case in (("triton.layouts", "offset bases: different", "layouts-unswizzled-transposed-rank3-reordered.json"),
                                     ("triton.shared_layouts", "the same offsets in another order",
                                      "shared-layouts-unswizzled-transposed-rank3-reordered.json")):
-        (entry,) = [e for e in entries if (e["target"], e["signature"]) == (target, signature)]
-        assert entry["reproducer"] == f"docs/results/cases/{case}" and (REPO / entry["reproducer"]).is_file()
-        assert entry["first_bad"] == "3.8.0" and "3.7.1 good" in entry["bisected"]
+        assert known[bucket_of(target, "diverge", signature)] is entry
+        assert f"docs/results/cases/{case}" in entry.cases and (REPO / "docs/results/cases" / case).is_file()
+    assert entry.first_bad == "3.8.0" and "3.7.1 good" in entry.bisected
+    assert entry.targets == ("triton.layouts", "triton.shared_layouts", "triton.gluon_layouts")
+
+
+def test_every_reduced_case_of_the_shipped_ledger_is_a_file():
+    for problem in dict.fromkeys(ledger.load(REPO / "layoutfuzz-known.toml").values()):
+        for case in problem.cases:
+            assert (REPO / case).is_file(), (problem.title, case)
 
 
 # ---- one rule for "fixed" ------------------------------------------------------------------------
@@ -165,9 +172,35 @@ def test_a_root_cause_with_variants_is_one_entry_known_under_each_bucket(tmp_pat
     path.write_text('[[problem]]\ntarget = "t.x"\noutcome = "crash"\nsignature = "SIGABRT: one"\ntitle = "one root cause"\n'
                     'variants = """\nSIGABRT: two\nSIGABRT: three"""\n')
     known = ledger.load(path)
-    from layoutfuzz.reports.signatures import bucket_of
     buckets = [bucket_of("t.x", "crash", s) for s in ("SIGABRT: one", "SIGABRT: two", "SIGABRT: three")]
     assert set(known) == set(buckets) and len(set(known.values())) == 1
     assert bucket_of("t.x", "crash", "SIGABRT: four") not in known
     ledger.save(path, known.values())  # written back once, variants kept
     assert path.read_text().count("[[problem]]") == 1 and set(ledger.load(path)) == set(buckets)
+
+
+def test_a_variant_of_another_target_or_outcome_is_known_under_its_own_bucket(tmp_path):
+
+    path = tmp_path / "known.toml"
+    path.write_text('[[problem]]\ntarget = "t.x"\noutcome = "crash"\nsignature = "SIGABRT: one"\ntitle = "one root cause"\n'
+                    'variants = """\n[t.y diverge] wrong values\n[t.y nonsense] kept as t.x\'s"""\n'
+                    'reproducers = """\ncases/y.json"""\n')
+    known = ledger.load(path)
+    (problem,) = set(known.values())
+    assert set(known) == {bucket_of("t.x", "crash", "SIGABRT: one"), bucket_of("t.y", "diverge", "wrong values"),
+                          bucket_of("t.x", "crash", "[t.y nonsense] kept as t.x's")}  # an unknown outcome: a signature
+    assert problem.targets == ("t.x", "t.y") and problem.cases == ("cases/y.json",)
+
+
+def test_updating_an_entry_by_a_variants_bucket_keeps_its_identity_and_its_other_buckets(tmp_path):
+
+    path = tmp_path / "known.toml"
+    path.write_text('[[problem]]\ntarget = "t.x"\noutcome = "crash"\nsignature = "SIGABRT: one"\ntitle = "one root cause"\n'
+                    'variants = """\n[t.y diverge] wrong values\nSIGABRT: two"""\n')
+    before = set(ledger.load(path))
+    variant = ledger.KnownProblem("t.y", "diverge", "wrong values", "the variant's title", first_good="3.9.0")
+    assert ledger.add(path, variant) is False  # not new: the entry holds its bucket
+    (problem,) = set(ledger.load(path).values())
+    assert (problem.target, problem.signature, problem.first_good) == ("t.x", "SIGABRT: one", "3.9.0")
+    assert set(ledger.load(path)) == before and path.read_text().count("[[problem]]") == 1
+    assert bucket_of("t.y", "diverge", "wrong values") in before

@@ -68,8 +68,8 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("finding", metavar="FINDING", nargs="?", help="BUCKET, REPORT or case file, or TARGET/SEED/INDEX")
     parser.add_argument("--check", metavar="DIR", help="instead of exporting, run every DIR/<slug>/repro.py whose system "
                         "is installed, layoutfuzz unimportable (runpy, PYTHONPATH='', an empty folder), and judge its "
-                        "exit by the ledger's range for the installed release (1 bad, 0 good, 1 or 2 masked); exit 1 "
-                        "if any does not exit as the ledger says")
+                        "exit by the ledger's range for the installed release (1 bad, 0 good; a masked release is not "
+                        "judged); exit 1 if any does not exit as the ledger says")
     parser.add_argument("--python", metavar="PATH", help="with --check: the interpreter to run them under (default "
                         "this one; e.g. a per-release environment's bin/python)")
     parser.add_argument("--jobs", type=job_count, metavar="J", help="with --check: scripts run at once (default: one "
