@@ -7,7 +7,7 @@ per concern, so that a target asks "how do I do X on this Triton" and never chec
 - ``gluon_ops``: Gluon functions renamed between releases (TMA copies, memdesc reinterpret).
 - ``lowering``: second lowerings of one operation (3.9's forced warp shuffle).
 - ``ttgir``: what the TTGIR layoutfuzz writes itself must say on each release (module attributes).
-- ``barriers``: the mbarrier layout a TMA load over a cluster takes on each release.
+- ``barriers``: a TMA barrier of each CTA's own (``allocate_mbarrier`` from 3.7.1), as Triton's own tests take it.
 - ``gluon_layouts``: the oracle's layouts as Gluon's, and the base of the targets that ask Gluon; ``gluon_kernels``:
   the Gluon kernels ``triton.compile`` compiles.
 
