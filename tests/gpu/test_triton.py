@@ -384,3 +384,23 @@ def test_a_packed_conversion_kernel_compiles_with_one_conversion_per_case():
                                "S0S": tuple(p["shape"][0] for p in group), "S1S": tuple(p["shape"][1] for p in group),
                                "OFFS": (0, group[0]["shape"][0] * group[0]["shape"][1])}, 4)
     assert kernel.asm["ptx"].count("%tid.x") >= 4  # two holder records per conversion
+
+
+def test_the_guard_zones_poison_is_a_nan_of_each_mma_type_and_a_large_int8():
+    from layoutfuzz.gpu.targets.triton_wgmma import poison
+
+    # IEEE binary16 quiet NaN, bfloat16's, binary32's (tf32 sits in fp32 storage), OCP FP8 E4M3's only NaN S.1111.111 and
+    # an E5M2 NaN S.11111.10; int8 0x5A (90: every product of it is far from the cases' small values)
+    assert {m: poison(m) for m in ("f16", "bf16", "tf32", "e4m3", "e5m2", "i8")} == {
+        "f16": 0x7E00, "bf16": 0x7FC0, "tf32": 0x7FC00000, "e4m3": 0x7F, "e5m2": 0x7E, "i8": 0x5A}
+
+
+def test_each_shared_wgmma_operand_sits_between_two_guard_buffers():
+    # the compiled kernel holds three buffers per shared operand: a guard zone the compiler dropped would show here
+    pytest.importorskip("triton")
+    p = {"a_dtype": "f16", "b_dtype": "f16", "mma": "f16", "acc": "f32", "M": 64, "N": 64, "K": 64, "num_warps": 4,
+         "warps_per_cta": [4, 1], "instr_n": 64, "a_swizzle": 128, "b_swizzle": 128, "a_in_regs": False,
+         "a_mn_major": False, "b_k_major": True, "use_acc": True}
+    operands = (64 * 64 + 64 * 64) * 2
+    assert _wgmma_compile(p).metadata.shared >= 3 * operands
+    assert _wgmma_compile({**p, "a_in_regs": True}).metadata.shared >= 3 * 64 * 64 * 2
