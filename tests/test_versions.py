@@ -272,8 +272,8 @@ def test_without_a_gpu_prebuilt_kernels_are_unsupported_with_the_reason(tmp_path
 
     monkeypatch.setenv(ENV, str(tmp_path))
     assert not TritonConvertLayout().availability().available
-    wgmma = TritonWgmma().availability()
-    assert not wgmma.available and "through Triton's JIT only" in wgmma.reason
+    wgmma = TritonWgmma().availability()  # compiled ahead too, from 3.6.0 to 3.9.0: none in this folder yet
+    assert not wgmma.available and "no triton.wgmma kernels in" in wgmma.reason
     monkeypatch.setenv(ENV, str(tmp_path / "none"))
     assert "no prebuilt kernels" in TritonSharedMemory().availability().reason
 
