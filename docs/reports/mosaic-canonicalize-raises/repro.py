@@ -15,8 +15,7 @@ except ImportError as exc:
 
 REPLICATED = fa.Replicated
 SHAPE = (128,)
-LAYOUT = fa.TiledLayout(fa.Tiling(((128,), (32,), (32,))), (-3, ), (-1, ),
-                        -2, _check_canonical=False)  # as Mosaic's own passes build one
+LAYOUT = fa.TiledLayout(fa.Tiling(((128,), (32,), (32,))), (-3, ), (-1, ), -2, _check_canonical=False)  # as Mosaic's own passes build one
 THREADS = 128
 
 
@@ -29,15 +28,15 @@ class Numbers:  # arith on integers, one value per thread: thread_idxs emits add
     constant = staticmethod(lambda _type, value: value)
 
 
-def holders(layout):
-    """[thread, register element] -> the row-major index of the element it holds."""
+def holders(layout, shape):
+    """[thread, register element] -> the row-major index in ``shape`` of the element it holds."""
     fa.arith = utils.arith = Numbers
     fa.c = utils.c = lambda value, _type=None: int(value)
     utils.thread_idx = lambda: np.arange(THREADS)
     from jaxlib.mlir import ir
     with ir.Context():  # the index code names MLIR integer types
-        starts = list(layout.thread_idxs(SHAPE))
-    strides = tuple(utils.get_contiguous_strides(SHAPE))
+        starts = list(layout.thread_idxs(shape))
+    strides = tuple(utils.get_contiguous_strides(shape))
     step = layout.tiling.tile_strides(strides)[layout.vector_dim]
     out = np.zeros((THREADS, len(starts) * layout.vector_length), dtype=np.int64)
     for r, index in enumerate(starts):
@@ -48,7 +47,7 @@ def holders(layout):
 
 
 print("jax", jax.__version__)
-expected = holders(LAYOUT)
+expected = holders(LAYOUT, SHAPE)
 print("expected: canonicalize() keeps every element where it is:", expected.shape[1], "register elements a thread,",
       "thread 0 holds", expected[0][:8].tolist())
 try:
@@ -56,7 +55,7 @@ try:
 except ValueError as exc:
     print("observed: canonicalize() raised ValueError:", exc)
     sys.exit(1)
-observed = holders(canonical)
+observed = holders(canonical, SHAPE)
 same = observed.shape == expected.shape and bool((observed == expected).all())
 print("observed:", canonical, "holds", observed.shape[1], "register elements a thread, thread 0 holds",
       observed[0][:8].tolist(), "" if same else "(elements moved)")
