@@ -18,20 +18,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from layoutfuzz.generators.source import Source, permutation
+from layoutfuzz.generators.source import Source, at_edge, permutation
 
 DISTRIBUTED = ("blocked", "slice", "dot_operand", "nvmma_distributed", "distributed_linear", "amd_mfma", "amd_wmma")
 SHARED = ("nvmma_shared", "swizzled_shared", "padded_shared", "shared_linear")
 MEMORY = ("tensor_memory",)
 KINDS = DISTRIBUTED + SHARED + MEMORY
 MAX_DEPTH = 3
-EDGE_SHARE = 4  # one case in EDGE_SHARE is drawn at the edges
 ODD = (3, 5, 6, 12, 24)  # non-powers of two a constructor takes
 
 
 def case(source: Source) -> dict[str, Any]:
     """A layout, a tensor shape for it and the module's warp count: {"layout", "shape", "num_warps", "edge"}."""
-    edge = source.integer(1, EDGE_SHARE) == 1
+    edge = at_edge(source)
     kind = source.choice(KINDS)
     rank = _rank(source, kind, edge)
     num_warps = 1 << source.integer(0, 5)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from layoutfuzz.generators import gluon_layouts
-from layoutfuzz.generators.source import Source, permutation
+from layoutfuzz.generators.source import Source, at_edge, permutation
 
 OPS = ("sum", "max", "cumsum", "permute", "reshape", "join_split", "gather", "broadcast")
 KINDS = ("blocked", "slice", "nvmma_distributed", "dot_operand", "distributed_linear")
@@ -18,7 +18,7 @@ KINDS = ("blocked", "slice", "nvmma_distributed", "dot_operand", "distributed_li
 def case(source: Source, valid: Any, op: str | None = None) -> dict[str, Any]:
     """{"op", "axis", "layout", "shape", "num_warps", "edge"}; ``valid(layout, shape)`` says whether a layout may
     be drawn (the oracle's preconditions, passed in: generators import no oracle); ``op``: this operation."""
-    edge = source.integer(1, gluon_layouts.EDGE_SHARE) == 1
+    edge = at_edge(source)
     op, axis = op or source.choice(OPS), source.integer(0, 1)
     for _ in range(32):
         num_warps = 1 << source.integer(0, 4)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from layoutfuzz.generators.source import Source, permutation
+from layoutfuzz.generators.source import Source, at_edge, bounded, permutation
 from layoutfuzz.oracles.smem_atoms import KINDS, atom_shape
 
 # element types by name, with their width in bits: every width the atoms are defined for (CuTe upcasts a bit atom to
@@ -19,16 +19,20 @@ ELEMENTS: dict[str, int] = {
 }
 MAX_ELEMENTS = 1 << 16
 NOT_DIVIDING_ONE_IN = 10
+MAX_STAGES = 8  # a pipeline's buffers
 
 
 def smem_atom_tile(source: Source) -> dict[str, Any]:
-    """{"kind", "element", "shape": [MN, K(, stages)], "order": a permutation of the modes}."""
+    """{"kind", "element", "shape": [MN, K(, stages)], "order": a permutation of the modes}; at the edges, the
+    narrowest and widest elements, one atom or eight along a mode, one stage or eight."""
+    edge = at_edge(source)
     kind = source.choice(tuple(KINDS))
-    element = source.choice(tuple(ELEMENTS))
+    element = source.choice(tuple(e for e, bits in ELEMENTS.items() if bits in (4, 64)) if edge else tuple(ELEMENTS))
     a_mn, a_k = atom_shape(kind, ELEMENTS[element])
     rank = source.choice((2, 2, 3))
-    reps = [source.choice((1, 2, 3, 4, 8)), source.choice((1, 2, 3, 4, 8))]
-    stages = [source.integer(1, 4)] if rank == 3 else []
+    repeats = (1, 8) if edge else (1, 2, 3, 4, 8)
+    reps = [source.choice(repeats), source.choice(repeats)]
+    stages = [bounded(source, 1, MAX_STAGES, edge)] if rank == 3 else []
     while a_mn * reps[0] * a_k * reps[1] * (stages[0] if stages else 1) > MAX_ELEMENTS:
         reps[reps.index(max(reps))] //= 2
     shape = [a_mn * reps[0], a_k * reps[1], *stages]

@@ -35,6 +35,20 @@ def permutation(source: Source, n: int) -> list[int]:
     return items
 
 
+EDGE_SHARE = 4  # one case in EDGE_SHARE is drawn at its domain's edges
+
+
+def at_edge(source: Source) -> bool:
+    """Whether this case is drawn at its domain's edges (one case in ``EDGE_SHARE``): a campaign meets the smallest
+    and largest values of every parameter every night, not only their middle."""
+    return source.integer(1, EDGE_SHARE) == 1
+
+
+def bounded(source: Source, low: int, high: int, edge: bool) -> int:
+    """A uniform integer in [low, high]; at the edges, ``low`` or ``high``."""
+    return source.choice((low, high)) if edge else source.integer(low, high)
+
+
 def bits(source: Source, count: int) -> int:
     """``count`` random bits as an int."""
     return source.integer(0, (1 << count) - 1) if count else 0

@@ -7,6 +7,7 @@ seed), how to read it off a case's params, and the legal values its generator le
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,18 +16,33 @@ from typing import Any
 @dataclass(frozen=True)
 class Parameter:
     """One parameter of a space: its legal values, their source, how a case draws one (None: it does not
-    apply to that case), and the legal values left out on purpose, each with why."""
+    apply to that case), the legal values left out on purpose, each with why, and the values at the domain's edges
+    (``edge_values``), which every campaign must draw."""
 
     name: str
     values: tuple[Any, ...]
     source: str
     draw: Callable[[Mapping[str, Any]], Any]
     excluded: Mapping[Any, str] = field(default_factory=dict)
+    edges: tuple[Any, ...] | None = None
 
     @property
     def wanted(self) -> tuple[Any, ...]:
         """The legal values a campaign should draw: all but the excluded ones."""
         return tuple(v for v in self.values if v not in self.excluded)
+
+    @property
+    def edge_values(self) -> tuple[Any, ...]:
+        """The wanted values at the domain's edges: ``edges`` where declared, else the least and the greatest of
+        ordered values (numbers, or ``bins`` in their order); none for two values or fewer, or unordered ones."""
+        if self.edges is not None:
+            return tuple(v for v in self.edges if v in self.wanted)
+        wanted = self.wanted
+        numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in wanted)
+        ranges = all(isinstance(v, str) and re.fullmatch(r"-?\d+--?\d+", v) for v in wanted)
+        if len(wanted) < 3 or not (numbers or ranges):
+            return ()
+        return (min(wanted), max(wanted)) if numbers else (wanted[0], wanted[-1])
 
 
 @dataclass(frozen=True)

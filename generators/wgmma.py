@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.source import Source, at_edge
 from layoutfuzz.oracles.wgmma import (
     ELEMENT_BITS,
     WGMMA_N,
@@ -87,7 +87,9 @@ def device_case(source: Source) -> dict:
     """One operand of one m64nNk{8,16,32} wgmma, as the GPU probe runs it: element type, which operand, major-ness,
     swizzle, N (every N PTX allows the type, where B is under test), LBO/SBO (one case in eight with a stride over
     most of shared memory), a start address (on or off the pattern repeat), the LBO field where PTX ignores it
-    (0, 1, 16 or random) and the base-offset field (the PTX value, 0 as the peers write it, or random)."""
+    (0, 1, 16 or random) and the base-offset field (the PTX value, 0 as the peers write it, or random). At the edges
+    (one case in four) the operand sits as far into shared memory as it fits, or strides as far as it may."""
+    edge = source.choice((None, "far start", "far stride")) if at_edge(source) else None
     dtype = source.choice(PROBE_DTYPES)
     bits = 32 if dtype == "tf32" else 16 if dtype in ("f16", "bf16") else 8
     operand = source.choice(("A", "B"))
@@ -102,9 +104,10 @@ def device_case(source: Source) -> dict:
     W = mode.width
     m, k = (mn // 8, 1) if major is Major.K else (mn // (T * W), 2)
     lbo, sbo = strides(source, major, mode, m, k, any_ignored_lbo=False)
-    wide = source.integer(0, 7) == 0
+    wide = source.integer(0, 7) == 0 or edge is not None
     if wide:
-        lbo, sbo = wide_strides(source, CanonicalLayout(major, mode, bits, m, k, lbo, sbo), WIDE_WINDOW)
+        lbo, sbo = wide_strides(source, CanonicalLayout(major, mode, bits, m, k, lbo, sbo), WIDE_WINDOW,
+                                farthest=edge == "far stride")
     # the smallest window that holds the operand (wide N and gaps between repeats may need more than 32 KiB)
     reach = highest_address(CanonicalLayout(major, mode, bits, m, k, lbo, sbo)) + 16
     window = WIDE_WINDOW if wide else next(w for w in PROBE_WINDOWS if w >= reach)
@@ -116,6 +119,8 @@ def device_case(source: Source) -> dict:
     if highest_address(layout) + 16 > window:
         layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, 0)
     deeper = 1024 * source.integer(0, window // 1024 - 1)  # anywhere in the window where the operand still fits
+    if edge == "far start":
+        deeper = (window - highest_address(layout) - 16) // 1024 * 1024
     if highest_address(layout) + deeper + 16 <= window:
         layout = CanonicalLayout(major, mode, bits, m, k, lbo, sbo, layout.start + deeper)
     lbo_field = None
@@ -132,13 +137,19 @@ def device_case(source: Source) -> dict:
     }
 
 
+def _injective(layout: CanonicalLayout) -> bool:
+    """No two elements of the operand at one address."""
+    addresses = [a for row in layout.addresses() for a in row]
+    return len(set(addresses)) == len(addresses)
+
+
 SWIZZLE_NARROWER = {SwizzleMode.B128: SwizzleMode.B64, SwizzleMode.B64: SwizzleMode.B32, SwizzleMode.B32: SwizzleMode.NONE}
 
 
-def wide_strides(source: Source, layout: CanonicalLayout, window: int) -> tuple[int, int]:
+def wide_strides(source: Source, layout: CanonicalLayout, window: int, farthest: bool = False) -> tuple[int, int]:
     """(LBO, SBO) of ``layout`` with one stride the descriptor uses (SBO, or LBO where PTX reads it) drawn anywhere
-    from its own value up to what keeps the operand inside ``window``; a stride the layout steps over once at most
-    (a single repeat) is any 14-bit field."""
+    from its own value up to what keeps the operand inside ``window`` (``farthest``: that largest value); a stride
+    the layout steps over once at most (a single repeat) is any 14-bit field."""
     uses_lbo = not (layout.major is Major.K and layout.swizzle is not SwizzleMode.NONE)
     name = source.choice(("lbo", "sbo")) if uses_lbo else "sbo"
 
@@ -150,7 +161,9 @@ def wide_strides(source: Source, layout: CanonicalLayout, window: int) -> tuple[
     top = FIELD_MAX if steps == 0 else min(FIELD_MAX, (window - 16 - 112 - base) // (16 * steps))  # 112: a swizzle's reach
     top = max(low, top)
     range_ = source.integer(low // 1024, top // 1024)  # each 1024-unit range of the field as likely as the next
-    field = source.integer(max(low, 1024 * range_), min(top, 1024 * range_ + 1023))
+    field = top if farthest else source.integer(max(low, 1024 * range_), min(top, 1024 * range_ + 1023))
     while field > low and highest(16 * field) + 16 > window:
         field = max(low, field // 2)
+    if not _injective(replace(layout, **{name: 16 * field})):  # its repeats would land on the other stride's
+        field = low
     return (16 * field, layout.sbo) if name == "lbo" else (layout.lbo, 16 * field)

@@ -7,19 +7,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.source import Source, at_edge, bounded
 
 MAX_ELEMENTS = 1 << 14
 ELEMENT_BITS = (8, 16, 32)  # Triton's shared buffers of the probe (triton.shared_layouts' DTYPES)
 
 
 def xor_swizzle(source: Source) -> dict[str, Any]:
-    """{"rows", "cols", "vec", "per_phase", "max_phase", "elem_bits"}: a [rows, cols] tile, columns contiguous."""
-    cols = 1 << source.integer(0, 8)
-    rows = 1 << source.integer(1, min(8, (MAX_ELEMENTS // cols).bit_length() - 1))
-    max_phase = 1 << source.integer(0, cols.bit_length() - 1)  # 1: no swizzle
-    vec = 1 << source.integer(0, (cols // max_phase).bit_length() - 1)
-    per_phase = 1 << source.integer(0, 3)
+    """{"rows", "cols", "vec", "per_phase", "max_phase", "elem_bits"}: a [rows, cols] tile, columns contiguous; at the
+    edges, each exponent its least or greatest."""
+    edge = at_edge(source)
+    cols = 1 << bounded(source, 0, 8, edge)
+    rows = 1 << bounded(source, 1, min(8, (MAX_ELEMENTS // cols).bit_length() - 1), edge)
+    max_phase = 1 << bounded(source, 0, cols.bit_length() - 1, edge)  # 1: no swizzle
+    vec = 1 << bounded(source, 0, (cols // max_phase).bit_length() - 1, edge)
+    per_phase = 1 << bounded(source, 0, 3, edge)
     return {"rows": rows, "cols": cols, "vec": vec, "per_phase": per_phase, "max_phase": max_phase,
             "elem_bits": source.choice(ELEMENT_BITS)}
 

@@ -32,22 +32,31 @@ class Coverage:
     cases: int
     drawn: Mapping[str, Counter]
     pairs: Mapping[tuple[str, str], frozenset[tuple[Any, Any]]]
+    at_edge: int = 0  # cases that drew at least one parameter's edge value
+
+    @property
+    def edge_share(self) -> float:
+        """The share of cases at the domain's edges."""
+        return self.at_edge / max(self.cases, 1)
 
 
 def measure(target: Target, space: Space, seed: int, cases: int) -> Coverage:
     """Draws cases 0..cases-1 of ``seed`` as a campaign does and counts their parameter values."""
     drawn = {p.name: Counter() for p in space.parameters}
     pairs: dict[tuple[str, str], set] = {(a.name, b.name): set() for a, b in itertools.combinations(space.parameters, 2)}
+    edges = {p.name: set(p.edge_values) for p in space.parameters}
+    at_edge = 0
     for index in range(cases):
         params = make_case(target, seed, index).params
         values = {p.name: p.draw(params) for p in space.parameters}
+        at_edge += any(v in edges[name] for name, v in values.items())
         for name, value in values.items():
             if value is not None:
                 drawn[name][value] += 1
         for (a, b), seen in pairs.items():
             if values[a] is not None and values[b] is not None:
                 seen.add((values[a], values[b]))
-    return Coverage(target.name, cases, drawn, {k: frozenset(v) for k, v in pairs.items()})
+    return Coverage(target.name, cases, drawn, {k: frozenset(v) for k, v in pairs.items()}, at_edge)
 
 
 def _listed(values: Sequence[Any]) -> str:
@@ -77,6 +86,23 @@ def value_table(space: Space, coverage: Coverage) -> pd.DataFrame:
             "drawn outside the legal range": _listed(outside), "legal range from": p.source,
         })
     return pd.DataFrame(rows)
+
+
+def edge_table(space: Space, coverage: Coverage) -> pd.DataFrame:
+    """Per parameter with edges: its edge values, how often each was drawn, and those never drawn."""
+    rows = []
+    for p in space.parameters:
+        if p.edge_values:
+            counts = coverage.drawn[p.name]
+            rows.append({"parameter": p.name, "edge values": _listed(list(p.edge_values)),
+                         "cases at these edges": sum(counts[v] for v in p.edge_values),
+                         "never drawn": _listed([v for v in p.edge_values if not counts[v]])})
+    return pd.DataFrame(rows, columns=["parameter", "edge values", "cases at these edges", "never drawn"])
+
+
+def edges_missed(space: Space, coverage: Coverage) -> list[tuple[str, Any]]:
+    """(parameter, edge value) pairs the cases never drew."""
+    return [(p.name, v) for p in space.parameters for v in p.edge_values if not coverage.drawn[p.name][v]]
 
 
 def pair_table(space: Space, coverage: Coverage) -> pd.DataFrame:

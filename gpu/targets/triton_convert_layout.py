@@ -13,7 +13,7 @@ from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.layouts import distributed_layout, split_bits
 from layoutfuzz.generators.legacy_space import WARPS
 from layoutfuzz.generators.shrink import drop_basis, joint_out_dim_halvings, replaced
-from layoutfuzz.generators.source import Source
+from layoutfuzz.generators.source import Source, at_edge, bounded
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.generators.validity import check_layout_kind, check_shape, power_of_two
 from layoutfuzz.gpu.device_arrays import device_input, device_output
@@ -45,18 +45,20 @@ class TritonConvertLayout(GluonKernelTarget):
     prebuilt = True
 
     def generate(self, source: Source) -> dict[str, Any]:
+        edge = at_edge(source)  # the narrowest and widest elements, one warp and 32
         rank = source.integer(1, 3)
         total = source.integer(rank, 12)  # from 2 elements (fewer than a warp's lanes: broadcasting) to 2^12
         shape = [1 << (b + 1) for b in split_bits(source, total - rank, rank)]
         outs = [(f"dim{i}", s) for i, s in enumerate(shape)]
-        warps = source.integer(0, 5)  # 1-32 warps
+        warps = bounded(source, 0, 5, edge)  # 1-32 warps
         a = distributed_layout(source, outs=outs, fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
         how = source.choice(("independent", "registers", "within_warps"))
         if how == "independent":
             b = distributed_layout(source, outs=outs, fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
         else:  # B moves data only inside threads, or only inside warps: 5.4's cheaper conversions
             b = _permuted(source, a, ("register",) if how == "registers" else ("register", "lane"))
-        return {"shape": shape, "num_warps": 1 << warps, "elem_bits": source.choice(tuple(INT_TYPES)),
+        elem_bits = source.choice((8, 8, 8, 64) if edge else tuple(INT_TYPES))  # 8-bit: four to a 32-bit register
+        return {"shape": shape, "num_warps": 1 << warps, "elem_bits": elem_bits,
                 "a": a.to_dict(), "b": b.to_dict()}
 
     def validate(self, case: Case) -> None:

@@ -21,7 +21,7 @@ from layoutfuzz.harness.cli.options import (
     bounded_int,
     target_names,
 )
-from layoutfuzz.harness.coverage import measure, pair_coverage, pair_table, value_table
+from layoutfuzz.harness.coverage import edge_table, edges_missed, measure, pair_coverage, pair_table, value_table
 from layoutfuzz.reports.files import write_atomically
 from layoutfuzz.reports.tables import render
 from layoutfuzz.reports.terminal import show
@@ -43,10 +43,16 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         values, pairs = value_table(space, coverage), pair_table(space, coverage)
         drawn, legal = pair_coverage(pairs)
         full = int((values["coverage %"] == 100).sum())
+        edges, missed = edge_table(space, coverage), edges_missed(space, coverage)
+        count = sum(len(p.edge_values) for p in space.parameters)
         head = (f"## {target.name}: {args.cases} cases (seed {args.seed})\n\n{full} of {len(values)} parameters drew every "
-                f"wanted value; pairs of values drawn together: {drawn} of {legal} ({100 * drawn / max(legal, 1):.1f} %)\n")
-        sections.append(f"{head}\n{render(values, 'md')}\n\n{render(pairs, 'md')}\n")
+                f"wanted value; pairs of values drawn together: {drawn} of {legal} ({100 * drawn / max(legal, 1):.1f} %)\n"
+                f"edges: {count - len(missed)} of {count} edge values drawn; cases at an edge: "
+                f"{100 * coverage.edge_share:.1f} %\n")
+        sections.append(f"{head}\n{render(values, 'md')}\n\n{render(edges, 'md')}\n\n{render(pairs, 'md')}\n")
         print(head)
+        if missed:
+            print("edge values never drawn: " + ", ".join(f"{name} {value}" for name, value in missed) + "\n")
         print(_terminal_view(values, pairs, args.format, args.all_pairs))
     if undeclared:
         print(f"declare no parameter space yet: {', '.join(undeclared)}", file=sys.stderr)
@@ -85,8 +91,10 @@ def _add_coverage(sub: argparse._SubParsersAction) -> None:
         description="Draws a campaign's first N cases of each target (no system under test runs: a CPU is enough, "
         "GPU targets included) and prints, per parameter the target declares (Target.parameter_space), its legal "
         "values from the PTX text, the driver's API or the specification, how many of them were drawn, which never "
-        "were, and which the generator leaves out on purpose, with why; then every pair of parameters whose legal "
-        "pairs of values were not all drawn together. Values of wide fields are counted in ranges.")
+        "were, and which the generator leaves out on purpose, with why; the values at the domain's edges (a "
+        "parameter's least and greatest, or those it declares), which ones were never drawn and the share of cases "
+        "at an edge; then every pair of parameters whose legal pairs of values were not all drawn together. Values of "
+        "wide fields are counted in ranges.")
     add_targets(coverage, "every target")
     coverage.add_argument("--cases", type=bounded_int(1, 10_000_000), default=DEFAULT_CASES, metavar="N",
                           help=f"cases per target, indices 0..N-1 as a campaign draws them (default {DEFAULT_CASES})")

@@ -80,6 +80,9 @@ class CuteSmemAtoms(Target):
             Parameter("kind", tuple(atoms.KINDS), api, lambda p: p["kind"]),
             Parameter("element", tuple(ELEMENTS), "any width CuTe upcasts its bit atoms to (4-64 bits)", lambda p: p["element"]),
             Parameter("rank", (2, 3), "tile_to_shape: (MN, K) or (MN, K, stages)", lambda p: len(p["shape"])),
+            Parameter("element bits", (4, 8, 16, 32, 64), "the atoms' bit widths", lambda p: ELEMENTS[p["element"]]),
+            Parameter("atoms along MN", (1, 2, 3, 4, 8), "tile_to_shape: any whole count", lambda p: _repeats(p, 0)),
+            Parameter("stages", tuple(range(1, 9)), "tile_to_shape: any stage count (drawn: 1-8)", lambda p: (p["shape"][2:] or [None])[0]),
             Parameter("order", ("MN first", "K first", "stage first"), "tile_to_shape's order: any permutation",
                       lambda p: ("MN first", "K first", "stage first")[p["order"].index(0)]),
             Parameter("atom divides the shape", ("yes", "no"), "CuTe: tile_to_shape asserts it divides",
@@ -294,3 +297,9 @@ wrong = [i for i in range(prod(SHAPE)) if size(R["shape"]) != prod(SHAPE) or obs
 print("observed:", text, f"({{len(wrong)}} elements elsewhere)" if wrong else "")
 sys.exit(1 if wrong else 0)
 '''
+
+
+def _repeats(p: dict[str, Any], mode: int) -> int | None:
+    """How many atoms fit along ``mode`` (None where the atom does not divide it)."""
+    size = atoms.atom_shape(p["kind"], ELEMENTS[p["element"]])[mode]
+    return p["shape"][mode] // size if p["shape"][mode] % size == 0 else None
