@@ -16,6 +16,8 @@ from layoutfuzz.oracles import triton_layouts as tl
 DISTRIBUTED_KINDS = ("blocked", "slice", "nvmma_v2", "nvmma_v3", "dot_operand")
 SHARED_KINDS = ("swizzled_shared", "nvmma_shared")
 KINDS = DISTRIBUTED_KINDS + SHARED_KINDS
+MAX_RANK = 4  # ranks 1-4 (Triton takes any; rank 4 is where per-dim rules first repeat)
+MAX_SLICE_DEPTH = 3  # a slice of a slice of a slice
 
 
 def _pow2_split(source: Source, total_log2: int, rank: int) -> tuple[int, ...]:
@@ -37,8 +39,8 @@ def shape(source: Source, rank: int, min_log2: int = 0, max_total_log2: int = 14
 
 
 def blocked(source: Source, rank: int | None = None, num_warps: int | None = None) -> tl.BlockedLayout:
-    """sizePerThread (1-16 elements a thread), threadsPerWarp (32), warpsPerCTA (1-32 warps), order."""
-    rank = rank or source.integer(1, 3)
+    """sizePerThread (1-16 elements a thread), threadsPerWarp (32), warpsPerCTA (1-32 warps), order; rank 1-4."""
+    rank = rank or source.integer(1, MAX_RANK)
     num_warps = num_warps or (1 << source.integer(0, 5))
     return tl.BlockedLayout(
         _pow2_split(source, source.integer(0, 4), rank),
@@ -49,13 +51,15 @@ def blocked(source: Source, rank: int | None = None, num_warps: int | None = Non
 
 
 def nvmma(source: Source, version: int | None = None, num_warps: int | None = None) -> tl.NVMMADistributedLayout:
-    """mma v2 (instr 16x8; 1-32 warps) or wgmma v3 (instr 16xNx16, N a power of two up to 256; 4-32 warps)."""
+    """mma v2 (instr 16x8; 1-32 warps) or wgmma v3 (instr 16xNx16, N a power of two up to 256; 4-32 warps, at least a
+    warpgroup along M: any split of them)."""
     version = version or source.choice((2, 3))
     if version == 2:
         warps_log2 = source.integer(0, 5) if num_warps is None else num_warps.bit_length() - 1
         return tl.NVMMADistributedLayout((2, 0), _pow2_split(source, warps_log2, 2), (16, 8))
     warps = 4 << source.integer(0, 3) if num_warps is None else num_warps
-    warps_per_cta = (4, warps // 4) if source.integer(0, 1) else (warps, 1)
+    along_m = 4 << source.integer(0, (warps // 4).bit_length() - 1)
+    warps_per_cta = (along_m, warps // along_m)
     n = 8 << source.integer(0, 5)
     return tl.NVMMADistributedLayout((3, 0), warps_per_cta, (16, n, 16))
 
@@ -79,13 +83,33 @@ def distributed(source: Source, kind: str | None = None) -> tuple[tl.Layout, lis
     if kind == "dot_operand":
         return dot_operand(source), shape(source, 2, max_total_log2=14)
     if kind == "slice":
-        parent_kind = source.choice(("blocked", "nvmma_v2", "nvmma_v3", "dot_operand"))
-        parent = blocked(source, rank=source.integer(2, 3)) if parent_kind == "blocked" else (
-            nvmma(source, int(parent_kind[-1])) if parent_kind != "dot_operand" else dot_operand(source)
-        )
-        dim = source.integer(0, parent.rank - 1)
-        return tl.SliceLayout(dim, parent), shape(source, parent.rank - 1)
+        layout = slice_of(source)
+        return layout, shape(source, layout.rank)
     raise ValueError(f"unknown distributed layout kind {kind!r}")
+
+
+def slice_of(source: Source, depth: int = 1) -> tl.SliceLayout:
+    """A slice of a blocked (rank 2-4), mma or dot operand parent, or of a slice (a slice of a slice, down to
+    ``MAX_SLICE_DEPTH`` slices, over a parent of enough dims)."""
+    kinds = ("blocked", "nvmma_v2", "nvmma_v3", "dot_operand") + (("slice",) if depth < MAX_SLICE_DEPTH else ())
+    parent_kind = source.choice(kinds)
+    if parent_kind == "slice":
+        parent = _slice_of_rank(source, depth + 1)
+    elif parent_kind == "blocked":
+        parent = blocked(source, rank=source.integer(2, MAX_RANK))
+    else:
+        parent = nvmma(source, int(parent_kind[-1])) if parent_kind != "dot_operand" else dot_operand(source)
+    return tl.SliceLayout(source.integer(0, parent.rank - 1), parent)
+
+
+def _slice_of_rank(source: Source, depth: int) -> tl.SliceLayout:
+    """A slice of rank 2 or more: slices of a blocked parent of enough dims, ``MAX_SLICE_DEPTH - depth + 1`` deep
+    at most."""
+    slices = source.integer(1, MAX_SLICE_DEPTH - depth + 1)
+    layout: tl.Layout = blocked(source, rank=source.integer(slices + 2, MAX_RANK))
+    for _ in range(slices):
+        layout = tl.SliceLayout(source.integer(0, layout.rank - 1), layout)
+    return layout
 
 
 def distributed_2d(source: Source, num_warps: int) -> tuple[str, tl.Layout]:
@@ -105,7 +129,7 @@ def shared(source: Source, kind: str | None = None, elem_bits: int | None = None
     kind = kind or source.choice(SHARED_KINDS)
     elem_bits = elem_bits or source.choice((8, 16, 32))
     if kind == "swizzled_shared":
-        rank = rank or (len(tensor_shape) if tensor_shape else source.integer(1, 3))
+        rank = rank or (len(tensor_shape) if tensor_shape else source.integer(1, MAX_RANK))
         layout = tl.SwizzledSharedLayout(  # vec, per_phase, max_phase: 1-16 each
             1 << source.integer(0, 4), 1 << source.integer(0, 4), 1 << source.integer(0, 4), tuple(permutation(source, rank))
         )

@@ -58,8 +58,7 @@ def legacy_parameters(layout_of: Callable[[Mapping[str, Any]], tl.Layout], shape
     distributed = tuple(k for k in kinds if k in DISTRIBUTED_KINDS)
     parameters = [
         Parameter("kind", kinds, GLUON, lambda p: _kind(layout_of(p))),
-        Parameter("rank", (1, 2, 3, 4), f"{GLUON}; Triton's tensors of any rank", lambda p: len(shape_of(p)),
-                  {4: "rank 4 repeats rank 3's per-dim rules on tensors capped at 2^15 elements"}),
+        Parameter("rank", (1, 2, 3, 4), f"{GLUON}; Triton's tensors of any rank", lambda p: len(shape_of(p))),
         Parameter("tensor elements (log2)", SHAPE_BITS, "Triton: power-of-two dims, at most TRITON_MAX_TENSOR_NUMEL "
                   "(2^20) elements", elements_log2, BEYOND),
     ]
@@ -75,6 +74,8 @@ def legacy_parameters(layout_of: Callable[[Mapping[str, Any]], tl.Layout], shape
                       "power of two); NVMMADistributedLayout.instr_shape", of("nvmma_v3", lambda lay: lay.instr_shape[1])),
             Parameter("mma v3 warps", WGMMA_WARPS, f"{GLUON}: NVMMADistributedLayout v3 warps_per_cta (warpgroups)",
                       of("nvmma_v3", lambda lay: prod(lay.warps_per_cta))),
+            Parameter("mma v3 warps along M", WGMMA_WARPS, f"{GLUON}: NVMMADistributedLayout v3 warps_per_cta[0] (any "
+                      "split with a warpgroup along M)", of("nvmma_v3", lambda lay: lay.warps_per_cta[0])),
             Parameter("dot operand", ("A", "B"), f"{GLUON}: DotOperandLayout.operand_index",
                       of("dot_operand", lambda lay: "AB"[lay.operand_index])),
             Parameter("dot k_width", (1, 2, 4, 8, 16), f"{GLUON}: DotOperandLayout.k_width (elements a register holds "
@@ -82,9 +83,11 @@ def legacy_parameters(layout_of: Callable[[Mapping[str, Any]], tl.Layout], shape
                       {16: "4-bit element types: no 4-bit type in these targets"}),
             Parameter("dot parent", ("nvmma_v2", "nvmma_v3"), f"{GLUON}: DotOperandLayout.parent",
                       of("dot_operand", lambda lay: _kind(lay.parent))),
-            Parameter("slice dim", (0, 1, 2), f"{GLUON}: SliceLayout.dim", of("slice", lambda lay: lay.dim)),
-            Parameter("slice parent", ("blocked", "nvmma_v2", "nvmma_v3", "dot_operand"), f"{GLUON}: SliceLayout.parent",
-                      of("slice", lambda lay: _kind(lay.parent))),
+            Parameter("slice dim", (0, 1, 2, 3), f"{GLUON}: SliceLayout.dim", of("slice", lambda lay: lay.dim)),
+            Parameter("slice parent", ("blocked", "nvmma_v2", "nvmma_v3", "dot_operand", "slice"),
+                      f"{GLUON}: SliceLayout.parent (any distributed layout)", of("slice", lambda lay: _kind(lay.parent))),
+            Parameter("slice depth", (1, 2, 3), f"{GLUON}: SliceLayout.parent, a slice in turn (depth bound 3)",
+                      of("slice", _slice_depth)),
         ]
     chosen = ("swizzled vec", "swizzled per_phase", "swizzled max_phase", "swizzled order", "nvmma swizzle bytes",
               "nvmma element bits", "nvmma transposed")
@@ -132,6 +135,14 @@ def other_kinds(pair: Mapping[str, Any], kind_key: str) -> bool:
     return kind_key in pair and bool(owners) and pair[kind_key] not in owners[0]
 
 
+def _slice_depth(layout: tl.Layout) -> int:
+    """How many slices are nested, outermost first."""
+    depth = 0
+    while isinstance(layout, tl.SliceLayout):
+        layout, depth = layout.parent, depth + 1
+    return depth
+
+
 def _order(order: tuple[int, ...]) -> str:
     rank = len(order)
     if tuple(order) == tuple(range(rank - 1, -1, -1)):
@@ -139,8 +150,9 @@ def _order(order: tuple[int, ...]) -> str:
     return "identity" if tuple(order) == tuple(range(rank)) else "other"
 
 
-RANKS = {"blocked": (1, 2, 3, 4), "slice": (1, 2), "nvmma_v2": (2,), "nvmma_v3": (2,), "dot_operand": (2,),
-         "swizzled_shared": (1, 2, 3, 4), "nvmma_shared": (2, 3, 4)}  # a slice is one rank below its parent's
+RANKS = {"blocked": (1, 2, 3, 4), "slice": (1, 2, 3), "nvmma_v2": (2,), "nvmma_v3": (2,), "dot_operand": (2,),
+         "swizzled_shared": (1, 2, 3, 4), "nvmma_shared": (2, 3)}  # a slice is one rank below its parent's; NVMMA
+# shared layouts of rank 1 and 4 (Gluon takes them) are triton.gluon_layouts' cases: the exact model here is rank 2-3
 
 
 def legacy_illegal(a: str, x: Any, b: str, y: Any) -> bool:
@@ -157,11 +169,16 @@ def legacy_illegal(a: str, x: Any, b: str, y: Any) -> bool:
             return True
         if "slice dim" in pair:
             return pair["slice dim"] > rank
-        if "slice parent" in pair:  # parents: blocked of rank 2-3, the mma kinds of rank 2
-            return rank == 2 and pair["slice parent"] != "blocked"
+        if "slice parent" in pair:  # parents: blocked of rank 2-4, slices of rank 2-3, the mma kinds of rank 2
+            return (rank >= 2 and pair["slice parent"] not in ("blocked", "slice")) or (rank == 3 and pair["slice parent"] == "slice")
+        if "slice depth" in pair:  # d slices of a blocked layout of rank 4 at most
+            return rank + pair["slice depth"] > 4
         order = pair.get("blocked order", pair.get("swizzled order"))
         if order is not None:  # one dim: the one order, [0]; two dims: [1, 0] or [0, 1]
             return (rank == 1 and order != "reversed") or (rank == 2 and order == "other")
+    if "mma v3 warps along M" in pair and ("warps" in pair or "mma v3 warps" in pair):  # a warpgroup at least, of them
+        warps = pair.get("warps", pair.get("mma v3 warps"))
+        return warps < 4 or pair["mma v3 warps along M"] > warps
     if "warps" in pair:
         if kinds and all(k in SHARED_KINDS for k in kinds):
             return True
@@ -171,8 +188,13 @@ def legacy_illegal(a: str, x: Any, b: str, y: Any) -> bool:
             return pair["warps"] != pair["mma v3 warps"]
         if pair.get("dot parent") == "nvmma_v3" or pair.get("slice parent") == "nvmma_v3":
             return pair["warps"] not in WGMMA_WARPS
-    if "slice dim" in pair and "slice parent" in pair:  # dim 2 slices a rank-3 parent: a blocked layout
-        return pair["slice dim"] == 2 and pair["slice parent"] != "blocked"
+    if "slice dim" in pair and "slice parent" in pair:  # dim 2 slices a rank-3 parent (blocked, a slice), 3 a blocked one
+        return (pair["slice dim"] >= 2 and pair["slice parent"] not in ("blocked", "slice")) or (
+            pair["slice dim"] == 3 and pair["slice parent"] != "blocked")
+    if "slice depth" in pair and "slice parent" in pair:
+        return (pair["slice depth"] > 1) != (pair["slice parent"] == "slice")
+    if "slice depth" in pair and "slice dim" in pair:  # deeper slices leave fewer dims to slice
+        return pair["slice dim"] > 4 - pair["slice depth"] - 1 + (pair["slice depth"] == 1)
     if "dot operand" in pair and "dot parent" in pair:  # a wgmma's B is read from shared memory, never registers
         return pair["dot operand"] == "B" and pair["dot parent"] == "nvmma_v3"
     if "dot k_width" in pair and "dot parent" in pair:  # wgmma A registers: 32 bits of 16- or 8-bit elements
@@ -192,7 +214,7 @@ OWNER = {  # the kinds whose cases draw each kind-specific parameter
     "blocked elements per thread": ("blocked",), "blocked order": ("blocked",),
     "mma v3 instr N": ("nvmma_v3",), "mma v3 warps": ("nvmma_v3",),
     "dot operand": ("dot_operand",), "dot k_width": ("dot_operand",), "dot parent": ("dot_operand",),
-    "slice dim": ("slice",), "slice parent": ("slice",),
+    "slice dim": ("slice",), "slice parent": ("slice",), "slice depth": ("slice",), "mma v3 warps along M": ("nvmma_v3",),
     "swizzled vec": ("swizzled_shared",), "swizzled per_phase": ("swizzled_shared",),
     "swizzled max_phase": ("swizzled_shared",), "swizzled order": ("swizzled_shared",),
     "nvmma swizzle bytes": ("nvmma_shared",), "nvmma element bits": ("nvmma_shared",), "nvmma transposed": ("nvmma_shared",),
