@@ -40,33 +40,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
     parser.add_argument("--known", default="layoutfuzz-known.toml")
+    parser.add_argument("--triton", default=_installed("triton"), metavar="VERSION",
+                        help="the Triton release the campaign ran under (default: the installed one)")
     args = parser.parse_args()
     known = ledger.load(args.known)
     table = cases_to_meet(args.directory, known)
     print(table.to_markdown(index=False))
     rare = table[table["met per 1,000"] < 0.2]
     print(f"\n{len(table)} root causes; {len(rare)} met less than once in 5,000 cases")
-    missed = not_met(args.directory, known)
-    print(f"\nledger entries of these targets, open in the installed release, not met: {len(missed)}")
+    missed = not_met(args.directory, known, args.triton)
+    print(f"\nledger entries of these targets, open in Triton {args.triton or '(none)'} or without a Triton range, "
+          f"not met: {len(missed)}")
     for title in missed:
         print(f"- {title}")
 
 
-def not_met(directory: Path, known: dict) -> list[str]:
+def not_met(directory: Path, known: dict, triton: str) -> list[str]:
     """Titles of the ledger's root causes of the system under test in the campaign's targets that the campaign did
-    not meet, leaving out Triton's where the installed release is outside their recorded range."""
+    not meet, leaving out Triton's where ``triton`` (the campaign's release) is outside their recorded range."""
     from layoutfuzz.harness.triton_compat import parse_version
 
     with sqlite3.connect(directory / "layoutfuzz.sqlite") as db:
         targets = {t for (t,) in db.execute("SELECT DISTINCT target FROM outcomes")}
         met = {b for (b,) in db.execute("SELECT DISTINCT bucket FROM outcomes WHERE outcome NOT IN ('pass', 'unsupported')")}
-    triton = _installed("triton")
     out = []
     for problem in dict.fromkeys(known.values()):
         if not set(problem.targets) & targets or problem.attribution != "system under test":
             continue
-        if problem.target.startswith("triton") and triton and problem.present_in(triton, parse_version) is False:
-            continue
+        if problem.target.startswith("triton") and triton and problem.first_bad and not problem.present_in(triton, parse_version):
+            continue  # outside its range, or masked there by another failure
         if not set(problem.buckets) & met:
             out.append(problem.title[:110])
     return out

@@ -245,7 +245,8 @@ class TritonWgmma(GluonKernelTarget):
             return Comparison(False, int(bad.size), lines, "poisoned-products",
                               f"{int(np.isnan(got).sum())} products NaN: the MMA read a guard zone beside an operand in "
                               f"shared memory ({bad.size} of {want.size} products wrong)")
-        return Comparison(False, int(bad.size), lines, f"wrong-products:{'all' if bad.size == want.size else 'some'}",
+        unswizzled = ":unswizzled operand" if 0 in (case.params["a_swizzle"], case.params["b_swizzle"]) else ""
+        return Comparison(False, int(bad.size), lines, f"wrong-products:{'all' if bad.size == want.size else 'some'}{unswizzled}",
                           f"{bad.size} of {want.size} products wrong, in {rows} rows and {cols} columns")
 
 

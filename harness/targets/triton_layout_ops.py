@@ -130,10 +130,13 @@ class TritonLayoutOps(GluonTarget):
                           f"the compiler refused a valid kernel ({case.params['op']} over axis {case.params['axis']})")
 
 
+COMPILE_LIMIT_S = 30  # a kernel of one tile compiles in seconds; minutes is a problem of its own
+
+
 def standalone_script(case: Case) -> str:
     """A script that needs only Triton: the case's kernel written out, compiled for sm_90a on a CPU in a child
-    process; exits 1 while Triton refuses or aborts on it, 0 once it compiles, 2 where this release's Gluon cannot
-    build the layout."""
+    process (Triton's cache off, so that each run compiles); exits 1 while Triton refuses, aborts or takes longer
+    than ``COMPILE_LIMIT_S`` on it, 0 once it compiles in time, 2 where this release's Gluon cannot build the layout."""
     import inspect
 
     from layoutfuzz.harness.targets.triton_gluon_layouts import gluon_source
@@ -143,7 +146,8 @@ def standalone_script(case: Case) -> str:
     kernel = inspect.getsource(gluon_op_kernels.layout_op_kernel.fn)
     m, n = p["shape"]
     return f'''"""A Gluon kernel a user writes ({p["op"]} over axis {p["axis"]} of a {m} x {n} tile in a valid layout), compiled
-for sm_90a: it is expected to compile. Needs only Triton (no GPU)."""
+for sm_90a: it is expected to compile, within {COMPILE_LIMIT_S} s. Needs only Triton (no GPU)."""
+import os
 import subprocess
 import sys
 import tempfile
@@ -175,11 +179,17 @@ except Exception as exc:
 
 with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as kernel_file:  # Gluon reads a kernel's source
     kernel_file.write(CHILD)
-child = subprocess.run([sys.executable, kernel_file.name], capture_output=True, text=True)
-said = (child.stdout.strip().splitlines() or [""])[-1]
-why = next((line for line in child.stderr.splitlines() if "Assertion" in line or "error:" in line or "LLVM ERROR" in line), "")
+fresh = {{**os.environ, "TRITON_ALWAYS_COMPILE": "1", "TRITON_CACHE_DIR": tempfile.mkdtemp()}}  # compile every run
+try:
+    child = subprocess.run([sys.executable, kernel_file.name], capture_output=True, text=True, env=fresh,
+                           timeout={COMPILE_LIMIT_S})
+    said = (child.stdout.strip().splitlines() or [""])[-1]
+    why = next((line for line in child.stderr.splitlines() if "Assertion" in line or "error:" in line or "LLVM ERROR" in line), "")
+    died = f"the process died (rc {{child.returncode}})" if child.returncode else ""
+except subprocess.TimeoutExpired:
+    said, why, died = "still compiling after {COMPILE_LIMIT_S} s", "", ""
 print("triton", __import__("triton").__version__)
 print("expected: compiled")
-print("observed:", (f"the process died (rc {{child.returncode}})" if child.returncode else said), why[:300])
-sys.exit(2 if said.startswith("unavailable") else 0 if said == "compiled" and child.returncode == 0 else 1)
+print("observed:", died or said, why[:300])
+sys.exit(2 if said.startswith("unavailable") else 0 if said == "compiled" and not died else 1)
 '''
