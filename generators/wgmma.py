@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from layoutfuzz.generators.source import Source, at_edge
 from layoutfuzz.oracles.wgmma import (
     ELEMENT_BITS,
@@ -19,7 +21,7 @@ from layoutfuzz.oracles.wgmma import (
     SwizzleMode,
     descriptor_base_offset,
 )
-from layoutfuzz.oracles.wgmma_addresses import highest_address
+from layoutfuzz.oracles.wgmma_addresses import canonical_addresses, highest_address
 
 SMEM_BYTES = 1 << 18  # the 18 address bits a descriptor can name
 
@@ -139,8 +141,8 @@ def device_case(source: Source) -> dict:
 
 def _injective(layout: CanonicalLayout) -> bool:
     """No two elements of the operand at one address."""
-    addresses = [a for row in layout.addresses() for a in row]
-    return len(set(addresses)) == len(addresses)
+    addresses = canonical_addresses([layout])[0]
+    return np.unique(addresses).size == addresses.size
 
 
 SWIZZLE_NARROWER = {SwizzleMode.B128: SwizzleMode.B64, SwizzleMode.B64: SwizzleMode.B32, SwizzleMode.B32: SwizzleMode.NONE}

@@ -22,14 +22,22 @@ def compile_kernel(filename: str, arch: str = ARCH):
 
 @cache
 def compile_source(source: str, name: str, arch: str = ARCH):
-    """The cubin (cuda.core ObjectCode) of CUDA C++ ``source`` for ``arch``, compiled once per machine: the cubin is
-    filed under the cache folder by the hash of source, arch and NVRTC version, and concurrent workers wait for the one
-    compiling (NVRTC takes the wgmma probe's every-N instructions most of a minute, and a second of every campaign
-    worker for the TMA kernels). Where the cache folder cannot be written, each process compiles its own."""
+    """The cubin (cuda.core ObjectCode) of CUDA C++ ``source`` for ``arch``, compiled once per machine
+    (``cached_cubin``)."""
+    from cuda.core import ObjectCode
+
+    return ObjectCode.from_cubin(cached_cubin(source, name, arch), name=name)
+
+
+def cached_cubin(source: str, name: str, arch: str = ARCH) -> bytes:
+    """The cubin of CUDA C++ ``source`` for ``arch``, compiled once per machine by NVRTC (no GPU context): filed under
+    the cache folder by the hash of source, arch and NVRTC version, and concurrent workers wait for the one compiling
+    (NVRTC takes the wgmma probe's every-N instructions most of a minute, and a second of every campaign worker for the
+    TMA kernels). Where the cache folder cannot be written, each process compiles its own."""
     import fcntl
     import hashlib
 
-    from cuda.core import ObjectCode, Program, ProgramOptions
+    from cuda.core import Program, ProgramOptions
 
     from layoutfuzz.harness.triton_compat import cache_root
     from layoutfuzz.reports.files import write_atomically
@@ -45,12 +53,12 @@ def compile_source(source: str, name: str, arch: str = ARCH):
         folder.mkdir(parents=True, exist_ok=True)
         lock = open(folder / f"{path.name}.lock", "w")  # noqa: SIM115  (closed below)
     except OSError:
-        return ObjectCode.from_cubin(build(), name=name)
+        return build()
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one process compiles, the others then read its cubin
         if not path.exists():
             write_atomically(path, build())
-    return ObjectCode.from_cubin(path.read_bytes(), name=name)
+    return path.read_bytes()
 
 
 def _nvrtc_version() -> str:

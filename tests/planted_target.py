@@ -58,3 +58,20 @@ class PlantedBankConflicts(TritonBankConflicts):
         if os.environ.get("PLANTED_NEW") and case.params["elem_bits"] == 64:
             out = {**out, "bank_conflicts": out["bank_conflicts"] + 1, "lemma_c": out["lemma_c"] + 1}
         return out
+
+
+from layoutfuzz.gpu.targets.triton_shared_memory import TritonSharedMemory  # noqa: E402
+
+
+class PlantedSharedMemory(TritonSharedMemory):
+    """``triton.shared_memory`` itself on the GPU, until ``PLANTED_NEW`` plants a fault in what the kernel gives
+    back: for 16-bit elements, the elements at shared offsets 0 and 1 trade places (a root cause no night has
+    seen)."""
+
+    def run(self, case):
+        out = super().run(case)
+        if os.environ.get("PLANTED_NEW") and case.params["elem_bits"] == 16:
+            placement = list(out["placement"])
+            placement[0], placement[1] = placement[1], placement[0]
+            out = {**out, "placement": placement}
+        return out

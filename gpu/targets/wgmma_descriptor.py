@@ -39,6 +39,15 @@ class WgmmaDescriptor(GpuTarget):
     def attribute(self, outcome: str, signature: str) -> Attribution | None:
         return hardware_attribution(self, outcome)
 
+    def warm_up(self) -> None:
+        """The probe's cubin, built once per machine in the fork server before any worker starts (NVRTC, no GPU
+        context): most of a minute on a fresh machine, which no case's time limit may cut short, or every worker's
+        first case would start the build again and wait on it."""
+        from layoutfuzz.gpu.device import cached_cubin
+        from layoutfuzz.gpu.wgmma_probe import probe_source
+
+        cached_cubin(probe_source(), "wgmma_probe.cu")
+
     def generate(self, source: Source) -> dict[str, Any]:
         from layoutfuzz.generators.wgmma import device_case
 
