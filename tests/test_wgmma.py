@@ -151,3 +151,24 @@ def test_affine_form_matches_the_map_when_bits_do_not_carry():
     assert all(int(table[r | c * rows]) ^ constant == layout.smem_address(r, c) for r in range(rows) for c in range(16))
     with pytest.raises(LayoutError):  # SBO 0x180 carries into the row bits
         CanonicalLayout("k", SwizzleMode.NONE, 16, 4, 1, 128, 0x180).affine_layout()
+
+
+TINY_PROBE = ("from layoutfuzz.gpu.device import cached_cubin; "
+              "cached_cubin('extern \"C\" __global__ void k(int *p) { p[0] = 1; }', 'tiny_probe.cu')")
+
+
+def test_the_probe_is_built_before_the_workers_in_a_process_of_its_own(tmp_path, monkeypatch):
+    # the fork server runs warm_up: NVRTC through cuda.core initialises the CUDA driver, and a worker forked from a
+    # process that has cannot use the GPU; so the build must happen in a child, and leave its cubin in the cache
+    pytest.importorskip("cuda.core", reason="NVRTC comes with cuda.core (the cuda extra)")
+    from layoutfuzz.gpu import device
+    from layoutfuzz.gpu.targets import wgmma_descriptor
+
+    def in_this_process(*args, **kwargs):
+        raise AssertionError("the probe was built in the fork server's own process")
+
+    monkeypatch.setenv("LAYOUTFUZZ_CACHE", str(tmp_path))
+    monkeypatch.setattr(device, "cached_cubin", in_this_process)
+    monkeypatch.setattr(wgmma_descriptor, "BUILD_PROBE", TINY_PROBE)
+    wgmma_descriptor.WgmmaDescriptor().warm_up()
+    assert [p.name.split("-")[0] for p in (tmp_path / "cubins").glob("*.cubin")] == ["tiny_probe"]

@@ -3,6 +3,8 @@ canonical-layout oracle."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -18,6 +20,10 @@ from layoutfuzz.gpu.wgmma_probe import probe_descriptor
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Attribution
 from layoutfuzz.oracles.wgmma import WGMMA_N, WGMMA_TYPES, Major, SwizzleMode, probe_base_offset
+
+BUILD_PROBE = ("from layoutfuzz.gpu.device import cached_cubin; from layoutfuzz.gpu.wgmma_probe import probe_source; "
+               "cached_cubin(probe_source(), 'wgmma_probe.cu')")
+BUILD_LIMIT_S = 600  # NVRTC takes the probe's every-N instructions about 41 s on an H100's host
 
 
 @cache
@@ -40,13 +46,11 @@ class WgmmaDescriptor(GpuTarget):
         return hardware_attribution(self, outcome)
 
     def warm_up(self) -> None:
-        """The probe's cubin, built once per machine in the fork server before any worker starts (NVRTC, no GPU
-        context): most of a minute on a fresh machine, which no case's time limit may cut short, or every worker's
-        first case would start the build again and wait on it."""
-        from layoutfuzz.gpu.device import cached_cubin
-        from layoutfuzz.gpu.wgmma_probe import probe_source
-
-        cached_cubin(probe_source(), "wgmma_probe.cu")
+        """The probe's cubin, built once per machine before any worker starts (the fork server runs this): most of a
+        minute on a fresh machine, which no case's time limit may cut short, or every worker's first case would start
+        the build again and wait on it. Built in a process of its own: NVRTC through cuda.core initialises the CUDA
+        driver, and a worker forked from a process that has cannot use the GPU (CUDA_ERROR_NOT_INITIALIZED)."""
+        subprocess.run([sys.executable, "-c", BUILD_PROBE], capture_output=True, timeout=BUILD_LIMIT_S, check=False)
 
     def generate(self, source: Source) -> dict[str, Any]:
         from layoutfuzz.generators.wgmma import device_case
