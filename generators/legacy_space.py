@@ -193,8 +193,8 @@ def legacy_illegal(a: str, x: Any, b: str, y: Any) -> bool:
             pair["slice dim"] == 3 and pair["slice parent"] != "blocked")
     if "slice depth" in pair and "slice parent" in pair:
         return (pair["slice depth"] > 1) != (pair["slice parent"] == "slice")
-    if "slice depth" in pair and "slice dim" in pair:  # deeper slices leave fewer dims to slice
-        return pair["slice dim"] > 4 - pair["slice depth"] - 1 + (pair["slice depth"] == 1)
+    if "slice depth" in pair and "slice dim" in pair:  # d slices of a rank-4 parent at most: the outer one's of 5 - d
+        return pair["slice dim"] > 4 - pair["slice depth"]
     if "dot operand" in pair and "dot parent" in pair:  # a wgmma's B is read from shared memory, never registers
         return pair["dot operand"] == "B" and pair["dot parent"] == "nvmma_v3"
     if "dot k_width" in pair and "dot parent" in pair:  # wgmma A registers: 32 bits of 16- or 8-bit elements
