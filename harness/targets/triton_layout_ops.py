@@ -130,7 +130,7 @@ class TritonLayoutOps(GluonTarget):
                           f"the compiler refused a valid kernel ({case.params['op']} over axis {case.params['axis']})")
 
 
-COMPILE_LIMIT_S = 30  # a kernel of one tile compiles in seconds; minutes is a problem of its own
+COMPILE_LIMIT_S = 15  # a kernel of one tile compiles in seconds; minutes is a problem of its own
 
 
 def standalone_script(case: Case) -> str:
