@@ -317,20 +317,16 @@ def test_prebuilt_kernels_give_what_the_same_kernels_give_through_triton(tmp_pat
 
 @pytest.mark.slow
 def test_an_interrupted_matrix_keeps_what_ran_and_the_same_command_finishes_it(tmp_path):
-    # a campaign that ends before its Ctrl-C lands (a loaded machine: CI's two tiers at once) proves nothing either
-    # way: it is run again, four times larger; one that goes on past a Ctrl-C landed mid-run fails, every time
+    # 60,000 cases: a run of 20,000 (7 s with Triton 3.9.0) once ended on a loaded machine before its Ctrl-C arrived
     import subprocess
 
     pytest.importorskip("triton")
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=str(root), LAYOUTFUZZ_CACHE=str(tmp_path / "cache"))
-    for cases in (60_000, 240_000, 960_000):
-        out = tmp_path / f"m{cases}"
-        args = [sys.executable, "-m", "layoutfuzz.harness.cli", "matrix", "--triton-python", sys.executable,
-                "--targets", "triton.linear_layout", "--cases", str(cases), "--jobs", "2", "--out", out.name]
-        returncode, err = _interrupted_once(args, tmp_path, env, out)
-        if not (returncode == 0 and f"{cases} cases in" in err):
-            break
+    cases, out = 60_000, tmp_path / "m"
+    args = [sys.executable, "-m", "layoutfuzz.harness.cli", "matrix", "--triton-python", sys.executable,
+            "--targets", "triton.linear_layout", "--cases", str(cases), "--jobs", "2", "--out", out.name]
+    returncode, err = _interrupted_once(args, tmp_path, env, out)
     assert returncode == 130 and "resumes" in err, err
     # no traceback of the matrix, its campaign or a worker (once, Ctrl-C reached a spawned worker before its
     # initializer ignored SIGINT; workers now fork from a server that ignores it)
@@ -349,7 +345,10 @@ def _interrupted_once(args: list[str], cwd: Path, env: dict, out: Path) -> tuple
     import subprocess
     import time
 
-    child = subprocess.Popen(args, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # Ctrl-C as a terminal delivers it: its default action in the child, whatever this process's is (a test before
+    # this one, in the same pytest worker, may have left SIGINT ignored, and an ignored signal stays so across exec)
+    child = subprocess.Popen(args, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def recorded() -> int:
         stores = list(out.glob("triton-*/layoutfuzz.sqlite"))
