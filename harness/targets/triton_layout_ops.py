@@ -139,6 +139,7 @@ def standalone_script(case: Case) -> str:
     than ``COMPILE_LIMIT_S`` on it, 0 once it compiles in time, 2 where this release's Gluon cannot build the layout."""
     import inspect
 
+    from layoutfuzz.harness.targets.script_parts import TRITON_CHILD_ENV
     from layoutfuzz.harness.targets.triton_gluon_layouts import gluon_source
     from layoutfuzz.harness.triton_compat import gluon_op_kernels
 
@@ -179,7 +180,7 @@ except Exception as exc:
 
 with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as kernel_file:  # Gluon reads a kernel's source
     kernel_file.write(CHILD)
-fresh = {{**os.environ, "TRITON_ALWAYS_COMPILE": "1", "TRITON_CACHE_DIR": tempfile.mkdtemp()}}  # compile every run
+fresh = {TRITON_CHILD_ENV}  # compile every run
 try:
     child = subprocess.run([sys.executable, kernel_file.name], capture_output=True, text=True, env=fresh,
                            timeout={COMPILE_LIMIT_S})
