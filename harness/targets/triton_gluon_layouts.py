@@ -151,8 +151,6 @@ def standalone_script(case: Case) -> str:
     ``ttgl.to_linear_layout`` for the case's layout, in a child process; it exits 1 if the child dies by a signal (an
     abort where Triton owes a Python error or an answer), if Triton refuses a layout whose preconditions hold, or if
     a shared layout's offsets alias; 2 where this release's Gluon cannot build the layout; 0 otherwise."""
-    from layoutfuzz.harness.targets.script_parts import TRITON_CHILD_ENV
-
     p = case.params
     return rf'''"""Gluon's to_linear_layout on a layout its constructor accepts: a Python error or a layout is expected, not an
 abort of the process. Needs only Triton (no GPU: the kernel is compiled for sm_90 on the CPU)."""
@@ -197,7 +195,7 @@ except Exception as exc:
 
 with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as kernel_file:  # Gluon reads a kernel's source
     kernel_file.write(CHILD)
-fresh = {TRITON_CHILD_ENV}  # the front end must run
+fresh = {{**os.environ, "TRITON_ALWAYS_COMPILE": "1", "TRITON_CACHE_DIR": tempfile.mkdtemp()}}  # the front end must run
 child = subprocess.run([sys.executable, kernel_file.name], capture_output=True, text=True, env=fresh)
 tail = (child.stderr.strip().splitlines() or [""])
 said = (child.stdout.strip().splitlines() or ["answered"])[-1]
