@@ -2,7 +2,14 @@
 layout drawn by ``generators.gluon_layouts`` (blocked, slices of rank-3 parents, NVMMA, dot operands, linear
 layouts with broadcast bases; CGA layouts of 1 to 8 CTAs), over shapes from one element to 2^13, a quarter at the
 edges (dims of 1, tiles larger than the tensor, every CTA split). Only layouts whose ``to_linear_layout``
-preconditions hold are drawn: the operations, not the layouts, are under test here."""
+preconditions hold are drawn: the operations, not the layouts, are under test here.
+
+``compile_case`` (the compile target's) draws beyond ``case`` (which ``triton.layout_ops_run`` shares): scans and
+reductions with a user-written combine (a max-scan, a (value, index) scan forwards or reversed, an argmax-style
+(value, index) reduction), every operation on rank-3 tiles (blocked, slices of rank-4 parents, dot operands of
+blocked parents, linear layouts), and ``histogram`` of a 1-D tensor (its only rank) from and into any 1-D
+distributed layout (blocked, slices of rank-2 layouts, linear layouts), 1 to 1024 bins and, at the edges, a count
+that is not a power of two."""
 
 from __future__ import annotations
 
@@ -13,6 +20,13 @@ from layoutfuzz.generators.source import Source, at_edge, permutation
 
 OPS = ("sum", "max", "cumsum", "permute", "reshape", "join_split", "gather", "broadcast")
 KINDS = ("blocked", "slice", "nvmma_distributed", "dot_operand", "distributed_linear")
+EXTRA_OPS = ("scan_max", "scan_pair", "reduce_pair", "histogram")  # user-written combines, and histograms
+ALL_OPS = OPS + EXTRA_OPS
+SCANS = ("cumsum", "scan_max", "scan_pair")
+KINDS_3D = ("blocked", "slice", "dot_operand", "distributed_linear")  # kinds of rank-3 distributed layouts on NVIDIA
+KINDS_1D = ("blocked", "slice", "distributed_linear")
+BINS = tuple(1 << k for k in range(11))  # histogram bins: 1 to 1024
+ODD_BINS = (3, 6, 24, 100)  # not powers of two: Triton's tensor dims are, so these are refused (the edges draw them)
 
 
 def case(source: Source, valid: Any, op: str | None = None) -> dict[str, Any]:
@@ -39,6 +53,86 @@ def case(source: Source, valid: Any, op: str | None = None) -> dict[str, Any]:
     return {"op": op, "axis": axis, "layout": layout, "shape": [4, 8], "num_warps": 1, "edge": edge}
 
 
+def compile_case(source: Source, valid: Any) -> dict[str, Any]:
+    """A case of ``triton.layout_ops``: one of ``ALL_OPS``; a histogram is 1-D, any other op is on a rank-3 tile in a
+    third of the cases (``case``'s rank-2 tile otherwise). Scans with a user-written combine carry ``reverse``."""
+    op = source.choice(ALL_OPS)
+    if op == "histogram":
+        return histogram_case(source, valid)
+    drawn = rank3_case(source, valid, op) if source.integer(0, 2) == 0 else case(source, valid, op)
+    if op in ("scan_max", "scan_pair"):
+        drawn["reverse"] = source.integer(0, 1) == 1
+    return drawn
+
+
+def rank3_case(source: Source, valid: Any, op: str) -> dict[str, Any]:
+    """``op`` over one axis of an M x N x K tile in a rank-3 distributed layout (blocked, a slice of a rank-4
+    parent, a dot operand of a blocked parent, a linear layout), up to 2^13 elements, a quarter at the edges."""
+    edge = at_edge(source)
+    axis = source.integer(0, 2)
+    for _ in range(32):
+        num_warps = 1 << source.integer(0, 4)
+        kind = source.choice(KINDS_3D)
+        if edge:
+            shape = [source.choice((1, 2, 32)) for _ in range(3)]
+        else:
+            shape = [1 << source.integer(0, 5) for _ in range(3)]
+        per_thread = 16 if op == "gather" else 64
+        while shape[0] * shape[1] * shape[2] > per_thread * 32 * num_warps:
+            shape[shape.index(max(shape))] //= 2
+        if kind == "distributed_linear":
+            layout = linear_layout(source, shape, num_warps, source.choice((0, 0, 1, 2)))
+        else:
+            layout = gluon_layouts.draw(source, kind, 3, num_warps, edge, depth=2)
+        if gluon_layouts.layout_rank(layout) == 3 and not _amd(layout) and valid(layout, shape):
+            return {"op": op, "axis": axis, "layout": layout, "shape": shape, "num_warps": warps_of(layout, num_warps),
+                    "edge": edge}
+    layout = {"kind": "blocked", "size_per_thread": [1, 1, 1], "threads_per_warp": [2, 4, 4], "warps_per_cta": [1, 1, 1],
+              "order": [2, 1, 0], "cga_layout": []}
+    return {"op": op, "axis": axis, "layout": layout, "shape": [2, 4, 8], "num_warps": 1, "edge": edge}
+
+
+def histogram_case(source: Source, valid: Any) -> dict[str, Any]:
+    """{"op": "histogram", "axis": 0, "layout", "shape": [M], "bins", "dst_layout", "num_warps", "edge"}: M int32
+    values in a 1-D layout counted into ``bins`` bins in another 1-D layout of as many warps and CTAs; at the edges
+    one value or 4096, one bin, 1024, or a bin count that is not a power of two."""
+    edge = at_edge(source)
+    for _ in range(32):
+        num_warps = 1 << source.integer(0, 3)
+        m = source.choice((1, 2, 4096)) if edge else 1 << source.integer(2, 11)
+        bins = source.choice((1, 1024, source.choice(ODD_BINS))) if edge else source.choice(BINS)
+        while m > 64 * 32 * num_warps:
+            m //= 2
+        layout = one_d_layout(source, m, num_warps, edge)
+        dst = one_d_layout(source, bins if bins & (bins - 1) == 0 else 1 << bins.bit_length(), num_warps, edge)
+        if bins & (bins - 1) and dst["kind"] == "distributed_linear":
+            continue  # a linear layout names its (power-of-two) shape
+        if (_cta_bits(layout) == _cta_bits(dst) and not _amd(layout) and not _amd(dst) and valid(layout, [m])
+                and valid(dst, [bins if bins & (bins - 1) == 0 else 1 << bins.bit_length()])
+                and warps_of(layout, num_warps) == warps_of(dst, num_warps)):
+            return {"op": "histogram", "axis": 0, "layout": layout, "shape": [m], "bins": bins, "dst_layout": dst,
+                    "num_warps": warps_of(layout, num_warps), "edge": edge}
+    layout = {"kind": "blocked", "size_per_thread": [1], "threads_per_warp": [32], "warps_per_cta": [4], "order": [0],
+              "cga_layout": []}
+    return {"op": "histogram", "axis": 0, "layout": layout, "shape": [256], "bins": 32, "dst_layout": layout,
+            "num_warps": 4, "edge": edge}
+
+
+def one_d_layout(source: Source, size: int, num_warps: int, edge: bool) -> dict[str, Any]:
+    """A 1-D distributed layout of ``num_warps`` warps: blocked, a slice of a rank-2 layout (blocked, NVMMA, dot
+    operand, linear, a slice of a rank-3 one), or a linear layout onto ``size`` elements."""
+    kind = source.choice(KINDS_1D)
+    if kind == "distributed_linear":
+        return linear_layout(source, [size], num_warps, source.choice((0, 0, 1)))
+    return gluon_layouts.draw(source, kind, 1, num_warps, edge, depth=2)
+
+
+def _cta_bits(layout: dict[str, Any]) -> int:
+    if "parent" in layout:
+        return _cta_bits(layout["parent"])
+    return len(layout.get("cga_layout", layout.get("block_bases", [])))
+
+
 def _amd(layout: dict[str, Any]) -> bool:
     """AMD layouts have no lowering for an NVIDIA target."""
     return layout["kind"].startswith("amd") or ("parent" in layout and _amd(layout["parent"]))
@@ -55,13 +149,15 @@ def _shape(source: Source, edge: bool) -> list[int]:
 def linear_layout(source: Source, shape: list[int], num_warps: int, cta_bits: int) -> dict[str, Any]:
     """A DistributedLinearLayout onto ``shape``: every element bit given to one register, lane, warp or block basis
     in a random order, the slots left over broadcast (zero bases), extra bits as registers."""
-    bits = [[1 << k if d == dim else 0 for d in range(2)] for dim in range(2) for k in range(shape[dim].bit_length() - 1)]
+    rank = len(shape)
+    bits = [[1 << k if d == dim else 0 for d in range(rank)] for dim in range(rank)
+            for k in range(shape[dim].bit_length() - 1)]
     bits = [bits[i] for i in permutation(source, len(bits))]
     slots = {"lane_bases": 5, "warp_bases": num_warps.bit_length() - 1, "block_bases": cta_bits}
     out: dict[str, Any] = {"kind": "distributed_linear"}
     for name in ("block_bases", "warp_bases", "lane_bases"):
-        out[name] = [bits.pop() if bits and source.integer(0, 3) else [0, 0] for _ in range(slots[name])]
-    out["reg_bases"] = bits + [[0, 0]] * source.integer(0, 1)
+        out[name] = [bits.pop() if bits and source.integer(0, 3) else [0] * rank for _ in range(slots[name])]
+    out["reg_bases"] = bits + [[0] * rank] * source.integer(0, 1)
     out["shape"] = list(shape)
     return {k: out[k] for k in ("kind", "reg_bases", "lane_bases", "warp_bases", "block_bases", "shape")}
 

@@ -315,11 +315,15 @@ def expected(spec: dict[str, Any], shape: Sequence[int],
     return {name: [list(b) for b in dims.get(name, ())] for name in order}
 
 
-def op_precondition(op: str, axis: int, spec: dict[str, Any]) -> str | None:
+def op_precondition(op: str, axis: int, spec: dict[str, Any], bins: int | None = None) -> str | None:
     """A documented limit of a layout-sensitive operation's lowering that the layout breaks, as "NAME: detail":
-    Triton lowers a scan of blocked layouts only (triton-lang/triton PR 3065: "scanOp currently only supports blocked
-    layout"), and within one CTA along the scanned axis (a CGA split there: "unsupported scan layout")."""
-    if op != "cumsum":
+    Triton lowers a scan (``cumsum``, ``associative_scan`` with any combine) of blocked layouts only (triton-lang/triton
+    PR 3065: "scanOp currently only supports blocked layout"), and within one CTA along the scanned axis (a CGA split
+    there: "unsupported scan layout"); a histogram's bins are a tensor dim, so a power of two (the tensor-dims source
+    above; Gluon's front end: "Shape element 0 must be a power of 2")."""
+    if op == "histogram" and bins is not None and not is_pow2(bins):
+        return f"histogram: {bins} bins, not a power of two"
+    if op not in ("cumsum", "scan_max", "scan_pair"):
         return None
     if spec["kind"] != "blocked":
         return f"scan: a {spec['kind']} layout (blocked only)"

@@ -1,10 +1,12 @@
 """Target ``triton.layout_ops``: Triton's lowering of layout-sensitive operations (reductions, scans, permute,
-reshape, join/split, gather, broadcasts of reductions, expand_dims) over every rank-2 distributed Gluon layout, CGA
-layouts of 1 to 8 CTAs included, compiled for sm_90a on a CPU (Triton ships ptxas).
+reshape, join/split, gather, broadcasts of reductions, expand_dims; scans and reductions with a user-written combine,
+(value, index) pairs and reversed scans included; histograms of 1-D tensors) over every rank-2 and rank-3 distributed
+Gluon layout, CGA layouts of 1 to 8 CTAs included, compiled for sm_90a on a CPU (Triton ships ptxas).
 
 The layout is valid (``oracles.gluon_layouts``: every precondition of ``to_linear_layout`` holds) and the kernel is
 what a Gluon user writes, so a compile error is a refusal of a valid kernel unless Triton documents the limit
-(``oracles.gluon_layouts.op_precondition``: a scan lowers blocked layouts only), and a process abort is a crash. Compiled only: the values the kernel computes are the GPU targets' to check.
+(``oracles.gluon_layouts.op_precondition``: a scan lowers blocked layouts only, a histogram has a power-of-two
+bin count), and a process abort is a crash. Compiled only: the values the kernel computes are the GPU targets' to check.
 """
 
 from __future__ import annotations
@@ -40,54 +42,81 @@ def valid(layout: Mapping[str, Any], shape: list[int]) -> bool:
 class TritonLayoutOps(GluonTarget):
     name = "triton.layout_ops"
     layer = "Triton's lowering (Gluon to PTX, ptxas)"
-    description = ("reductions, scans, permute, reshape, join/split, gather and broadcasts over every rank-2 Gluon "
-                   "distributed layout (CGA of 1-8 CTAs) compiled for sm_90a on the CPU")
+    description = ("reductions, scans (custom combines, (value, index) pairs, reversed), permute, reshape, join/split, "
+                   "gather, broadcasts and histograms over every rank-1 to rank-3 Gluon distributed layout (CGA of 1-8 "
+                   "CTAs) compiled for sm_90a on the CPU")
 
     def generate(self, source: Source) -> dict[str, Any]:
-        return gluon_ops.case(source, valid)
+        return gluon_ops.compile_case(source, valid)
 
     def validate(self, case: Case) -> None:
         p = case.params
-        if p.get("op") not in gluon_ops.OPS or p.get("axis") not in (0, 1):
-            raise ValueError(f"params need 'op' (one of {list(gluon_ops.OPS)}) and 'axis' (0 or 1)")
-        if not isinstance(p.get("shape"), list) or len(p["shape"]) != 2:
-            raise ValueError("params need 'shape', [M, N]")
+        if p.get("op") not in gluon_ops.ALL_OPS:
+            raise ValueError(f"params need 'op', one of {list(gluon_ops.ALL_OPS)}")
+        ranks = (1,) if p["op"] == "histogram" else (2, 3)
+        if not isinstance(p.get("shape"), list) or len(p["shape"]) not in ranks:
+            raise ValueError("params need 'shape': [M] for a histogram, [M, N] or [M, N, K] for any other op")
+        if p.get("axis") not in range(len(p["shape"])):
+            raise ValueError("params need 'axis', a dim of the shape")
+        if ("reverse" in p) != (p["op"] in ("scan_max", "scan_pair")) or p.get("reverse") not in (None, False, True):
+            raise ValueError("a scan with a user-written combine, and it alone, takes 'reverse' (a bool)")
         if not isinstance(p.get("layout"), Mapping) or p["layout"].get("kind") not in gluon_ops.KINDS:
-            raise ValueError(f"params need 'layout', a rank-2 distributed Gluon layout of a kind in {list(gluon_ops.KINDS)}")
+            raise ValueError(f"params need 'layout', a distributed Gluon layout of a kind in {list(gluon_ops.KINDS)}")
         if not valid(p["layout"], p["shape"]):
             raise ValueError(f"the layout breaks a precondition: {oracle.precondition(dict(p['layout']), p['shape'])}")
+        if p["op"] == "histogram":
+            bins = p.get("bins")
+            if not isinstance(bins, int) or isinstance(bins, bool) or not 1 <= bins <= 1 << 12:
+                raise ValueError("a histogram needs 'bins', 1 to 4096")
+            dst = p.get("dst_layout")
+            if not isinstance(dst, Mapping) or dst.get("kind") not in gluon_ops.KINDS_1D:
+                raise ValueError(f"a histogram needs 'dst_layout', a 1-D layout of a kind in {list(gluon_ops.KINDS_1D)}")
+            if not valid(dst, [histogram_dim(bins)]) or num_ctas(dst) != num_ctas(p["layout"]):
+                raise ValueError("the histogram's layout breaks a precondition or spans other CTAs than the input's")
 
     def family(self, case: Case) -> str:
-        return f"{case.params['op']}:{case.params['layout']['kind']}"
+        p = case.params
+        return f"{p['op']}:{p['layout']['kind']}" + (":rank3" if len(p["shape"]) == 3 else "")
 
     def parameter_space(self) -> Space:
         """Operations, axes, layout kinds, CTA counts, and the edges each campaign must draw."""
         api = "Gluon's layout-sensitive operations (triton/experimental/gluon/language/_core.py, triton/language/standard.py)"
         return Space((
-            Parameter("op", gluon_ops.OPS, api, lambda p: p["op"]),
-            Parameter("axis", (0, 1), api, lambda p: p["axis"]),
+            Parameter("op", gluon_ops.ALL_OPS, api, lambda p: p["op"]),
+            Parameter("axis", (0, 1, 2), api, lambda p: p["axis"]),
+            Parameter("rank", (1, 2, 3), "Gluon: histogram takes 1-D input only (_semantic.histogram), rank 3 for the rest",
+                      lambda p: len(p["shape"])),
+            Parameter("reverse", (False, True), "associative_scan(input, axis, combine_fn, reverse)",
+                      lambda p: p.get("reverse")),
+            Parameter("bins", (*gluon_ops.BINS, "not a power of two"), "histogram(input, num_bins, mask, layout)",
+                      lambda p: None if "bins" not in p else p["bins"] if p["bins"] in gluon_ops.BINS else "not a power of two",
+                      edges=(1, 1024, "not a power of two")),
+            Parameter("histogram layout", gluon_ops.KINDS_1D, "Gluon: histogram's destination layout",
+                      lambda p: p["dst_layout"]["kind"] if "dst_layout" in p else None),
             Parameter("layout", gluon_ops.KINDS, "Gluon's distributed layouts", lambda p: p["layout"]["kind"]),
             Parameter("CTAs", (1, 2, 4, 8), "Gluon: cga_layout, one basis per CTA bit", lambda p: num_ctas(p["layout"])),
             Parameter("region", ("edge", "inside"), "dims of 1 and tiles larger than the tensor",
                       lambda p: "edge" if p.get("edge") else "inside"),
-        ))
+        ), _illegal)
 
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
-        """A halved dim, then one CGA basis fewer (the case stays valid or is skipped by the reducer)."""
+        """A halved dim (bins included), then one CGA basis fewer (the case stays valid or is skipped by the reducer)."""
         p = case.params
+        if p.get("bins", 1) > 1 and p["dst_layout"]["kind"] != "distributed_linear":
+            yield {**p, "bins": p["bins"] // 2}
         for d, size in enumerate(p["shape"]):
             if size > 1:
                 smaller = [s // 2 if i == d else s for i, s in enumerate(p["shape"])]
                 if p["layout"]["kind"] != "distributed_linear" and valid(p["layout"], smaller):
                     yield {**p, "shape": smaller}
-        if p["layout"].get("cga_layout"):
+        if p["layout"].get("cga_layout") and "dst_layout" not in p:
             layout = {**p["layout"], "cga_layout": p["layout"]["cga_layout"][:-1]}
             if valid(layout, p["shape"]):
                 yield {**p, "layout": layout}
 
     def expected(self, case: Case) -> Any:
         p = case.params
-        return {"compiles": True, "limit": oracle.op_precondition(p["op"], p["axis"], dict(p["layout"]))}
+        return {"compiles": True, "limit": oracle.op_precondition(p["op"], p["axis"], dict(p["layout"]), p.get("bins"))}
 
     def observed(self, case: Case) -> Any:
         import triton
@@ -98,17 +127,19 @@ class TritonLayoutOps(GluonTarget):
 
         p = case.params
         try:
-            layout = from_spec(p["layout"])
+            layouts = {"A": from_spec(p["layout"])}
+            if "dst_layout" in p:
+                layouts["H"] = from_spec(p["dst_layout"])
         except TypeError as exc:
-            raise Unsupported(f"this Triton's Gluon has no {p['layout']['kind']} of these arguments: {exc}") from None
-        m, n = p["shape"]
-        constexprs = {"M": m, "N": n, "A": layout, "OP": p["op"], "AXIS": p["axis"]}
-        signature = {"src": "*fp32", "dst": "*fp32", **{k: "constexpr" for k in constexprs}}
+            raise Unsupported(f"this Triton's Gluon has no layout of these arguments: {exc}") from None
+        name, constexprs, dtype = kernel_call(p)
+        constexprs = {k: layouts.get(k, v) for k, v in constexprs.items()}
+        signature = {"src": dtype, "dst": dtype, **{k: "constexpr" for k in constexprs}}
         options = {"num_warps": p["num_warps"], "num_ctas": num_ctas(p["layout"])}
         diagnostics: list[str] = []
         try:
             with stderr_text() as diagnostics:
-                triton.compile(GluonASTSource(gluon_op_kernels.layout_op_kernel, signature, constexprs),
+                triton.compile(GluonASTSource(getattr(gluon_op_kernels, name), signature, constexprs),
                                target=GPUTarget(*SM90), options=options)
         except Exception as exc:
             error = compile_error(exc, "".join(diagnostics))
@@ -130,6 +161,53 @@ class TritonLayoutOps(GluonTarget):
                           f"the compiler refused a valid kernel ({case.params['op']} over axis {case.params['axis']})")
 
 
+def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
+    """Pairs no case can hold: a histogram is rank 1 over axis 0 with bins and an output layout, and only it is; only
+    a user-written scan is reversed; axis 2 is rank 3's; a rank-1 layout is blocked, a slice or linear; NVMMA
+    layouts are rank 2; a linear layout holds no bin count that is not a power of two."""
+    v = {a: x, b: y}
+    histogram_only = ("bins", "histogram layout")
+    if "op" in v and v["op"] != "histogram" and (any(k in v for k in histogram_only) or v.get("rank") == 1):
+        return True
+    if "op" in v and v["op"] not in ("scan_max", "scan_pair") and "reverse" in v:
+        return True
+    if v.get("op") == "histogram" and (v.get("rank", 1) != 1 or v.get("axis", 0) != 0 or "reverse" in v):
+        return True
+    if "reverse" in v and any(k in v for k in (*histogram_only,)) or v.get("rank") == 1 and "reverse" in v:
+        return True
+    if v.get("rank") in (2, 3) and any(k in v for k in histogram_only):
+        return True
+    if v.get("axis") in (1, 2) and (v.get("rank") == 1 or any(k in v for k in histogram_only)):
+        return True
+    if v.get("axis") == 2 and v.get("rank") == 2:
+        return True
+    if v.get("layout") in ("nvmma_distributed", "dot_operand") and (
+            v.get("rank") == 1 or v.get("op") == "histogram" or any(k in v for k in histogram_only)):
+        return True
+    if v.get("bins") == "not a power of two" and v.get("histogram layout") == "distributed_linear":
+        return True  # a linear layout names its shape, a power of two
+    return v.get("layout") == "nvmma_distributed" and (v.get("rank") == 3 or v.get("axis") == 2)
+
+
+def histogram_dim(bins: int) -> int:
+    """The power of two a histogram's destination layout is drawn and checked for (``bins`` itself where it is one)."""
+    return bins if bins & (bins - 1) == 0 else 1 << bins.bit_length()
+
+
+def kernel_call(p: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
+    """The kernel of ``harness.triton_compat.gluon_op_kernels`` a case compiles, its constexprs (the layouts as the
+    names "A" and "H", filled in by the caller) and its pointers' type: the original operations on a rank-2 tile
+    keep ``layout_op_kernel``; histograms, the user-written combines and rank-3 tiles have kernels of their own."""
+    shape, op = p["shape"], p["op"]
+    if op == "histogram":
+        return "histogram_kernel", {"M": shape[0], "B": p["bins"], "A": "A", "H": "H"}, "*i32"
+    dims = dict(zip("MNK", shape))
+    if op in gluon_ops.OPS and len(shape) == 2:
+        return "layout_op_kernel", {**dims, "A": "A", "OP": op, "AXIS": p["axis"]}, "*fp32"
+    name = "rank2_op_kernel" if len(shape) == 2 else "rank3_op_kernel"
+    return name, {**dims, "A": "A", "OP": op, "AXIS": p["axis"], "REVERSE": bool(p.get("reverse"))}, "*fp32"
+
+
 COMPILE_LIMIT_S = 15  # a kernel of one tile compiles in seconds; minutes is a problem of its own
 
 
@@ -144,9 +222,20 @@ def standalone_script(case: Case) -> str:
     from layoutfuzz.harness.triton_compat import gluon_op_kernels
 
     p = case.params
-    kernel = inspect.getsource(gluon_op_kernels.layout_op_kernel.fn)
-    m, n = p["shape"]
-    return f'''"""A Gluon kernel a user writes ({p["op"]} over axis {p["axis"]} of a {m} x {n} tile in a valid layout), compiled
+    name, constexprs, dtype = kernel_call(p)
+    if name == "layout_op_kernel":
+        kernel = inspect.getsource(gluon_op_kernels.layout_op_kernel.fn)
+    else:  # the kernel and the functions it calls, each as the user writes it
+        needed = ("max_combine", "argmax_combine", "store_tile", "apply_op", name) if name != "histogram_kernel" else (name,)
+        kernel = "\n\n".join(inspect.getsource(getattr(gluon_op_kernels, f).fn) for f in needed)
+    tile = " x ".join(str(d) for d in p["shape"])
+    what = (f"a histogram of {p['bins']} bins of {tile} values" if p["op"] == "histogram" else
+            f"{p['op']} over axis {p['axis']}{' reversed' if p.get('reverse') else ''} of a {tile} tile")
+    layouts = f"LAYOUT = {gluon_source(p['layout'])}"
+    if "dst_layout" in p:
+        layouts += f"\n    DST_LAYOUT = {gluon_source(p['dst_layout'])}"
+    literal = "{" + ", ".join(f"{k!r}: {dict(A='LAYOUT', H='DST_LAYOUT').get(k, repr(v))}" for k, v in constexprs.items()) + "}"
+    return f'''"""A Gluon kernel a user writes ({what} in a valid layout), compiled
 for sm_90a: it is expected to compile, within {COMPILE_LIMIT_S} s. Needs only Triton (no GPU)."""
 import os
 import subprocess
@@ -164,14 +253,14 @@ from triton.experimental.gluon._runtime import GluonASTSource
 {kernel}
 
 try:
-    LAYOUT = {gluon_source(p["layout"])}
+    {layouts}
 except (TypeError, AttributeError) as exc:  # a class or argument this release does not have
     print("unavailable:", exc)
     raise SystemExit(0)
-constexprs = {{"M": {m}, "N": {n}, "A": LAYOUT, "OP": {p["op"]!r}, "AXIS": {p["axis"]}}}
-signature = {{"src": "*fp32", "dst": "*fp32", **{{k: "constexpr" for k in constexprs}}}}
+constexprs = {literal}
+signature = {{"src": "{dtype}", "dst": "{dtype}", **{{k: "constexpr" for k in constexprs}}}}
 try:
-    triton.compile(GluonASTSource(layout_op_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+    triton.compile(GluonASTSource({name}, signature, constexprs), target=GPUTarget("cuda", 90, 32),
                    options={{"num_warps": {p["num_warps"]}, "num_ctas": {num_ctas(p["layout"])}}})
     print("compiled")
 except Exception as exc:
