@@ -155,7 +155,10 @@ def _smem(tiling: list[int] | None) -> Any:
     from jax.experimental.mosaic.gpu import constraints as cs
     from jax.experimental.mosaic.gpu import launch_context as lc
 
-    return cs.SMEMTransforms(None if tiling is None else lc.TileTransform(tuple(tiling)))
+    transform = None if tiling is None else lc.TileTransform(tuple(tiling))
+    if "swizzle" in getattr(cs.SMEMTransforms, "__dataclass_fields__", {}):  # jax 0.12: a swizzle beside the tiling
+        return cs.SMEMTransforms(transform, None)
+    return cs.SMEMTransforms(transform)
 
 
 def _transform_attr(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -266,6 +269,8 @@ def _collapse_shape(p: Mapping[str, Any]) -> dict[str, Any]:
 def _mma_tiling(p: Mapping[str, Any]) -> dict[str, Any]:
     from jax.experimental.mosaic.gpu import constraints as cs
 
+    if not hasattr(cs, "IsValidMmaTiling"):  # gone from constraints in jax 0.12
+        raise Unsupported("this jax has no constraints.IsValidMmaTiling")
     return _call(lambda: bool(cs.IsValidMmaTiling(_smem(p["tiling"]), p["bits"], p["allow_unswizzled"]).holds()))
 
 
