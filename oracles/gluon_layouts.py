@@ -74,6 +74,8 @@ def _parent_cga_precondition(spec: dict[str, Any]) -> str | None:
 
 
 def _cga_precondition(bases: list[list[int]], shape: Sequence[int]) -> str | None:
+    if any(len(b) != len(bases[0]) for b in bases):
+        return "cga layout: bases of different ranks"
     for d in range(len(bases[0]) if bases else 0):
         column = sorted(b[d] for b in bases if b[d])
         if any(not is_pow2(v) for v in column) or column != [1 << k for k in range(len(column))]:
@@ -142,6 +144,8 @@ def _nvmma_shared(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
         return _rank_matches(rank, shape)
     if swizzle and rank < 2:
         return "nvmma shared: a swizzled layout of rank 1"
+    if bits not in (8, 16, 32, 64):  # Gluon: NVMMASharedLayout(element_bitwidth) of 8, 16, 32 or 64 bits
+        return f"nvmma shared: element bitwidth {bits} is not 8, 16, 32 or 64"
     per_cta = shape_per_cta(shape, cga_bases(spec))
     contig = 0 if spec["transposed"] else rank - 1
     atom = 8 * max(swizzle, 16) // bits
@@ -187,7 +191,7 @@ WMMA_K = {1: (16,), 2: (16,), 3: (32, 64, 128)}  # AMD WMMA instruction K per ve
 
 def _amd_wmma(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
     instr = spec.get("instr_shape") or [16, 16, 16]
-    if list(instr[:2]) != [16, 16] or instr[2] not in WMMA_K.get(spec["version"], ()):
+    if len(instr) != 3 or list(instr[:2]) != [16, 16] or instr[2] not in WMMA_K.get(spec["version"], ()):
         return f"amd wmma: instr_shape {instr} is not version {spec['version']}'s"
     tiles = _cga_precondition([list(b) for b in spec["reg_bases"] + spec["warp_bases"]], shape)
     if tiles:
@@ -196,6 +200,8 @@ def _amd_wmma(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
 
 
 def _tensor_memory(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
+    if len(spec["block"]) != 2:
+        return f"tensor memory: block {spec['block']} is not [M, N]"
     m, n = spec["block"]
     if m not in (64, 128):
         return f"tensor memory: block M {m} is not 64 or 128"
@@ -319,8 +325,8 @@ def op_precondition(op: str, axis: int, spec: dict[str, Any], bins: int | None =
     """A documented limit of a layout-sensitive operation's lowering that the layout breaks, as "NAME: detail":
     Triton lowers a scan (``cumsum``, ``associative_scan`` with any combine) of blocked layouts only (triton-lang/triton
     PR 3065: "scanOp currently only supports blocked layout"), and within one CTA along the scanned axis (a CGA split
-    there: "unsupported scan layout"); a histogram's bins are a tensor dim, so a power of two (the tensor-dims source
-    above; Gluon's front end: "Shape element 0 must be a power of 2")."""
+    there: "unsupported scan layout"); a histogram's bins are its result's dim, so a power of two (the tensor-dims
+    source above; Triton's tensor type says "Shape element 0 must be a power of 2")."""
     if op == "histogram" and bins is not None and not is_pow2(bins):
         return f"histogram: {bins} bins, not a power of two"
     if op not in ("cumsum", "scan_max", "scan_pair"):

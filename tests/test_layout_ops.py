@@ -212,3 +212,16 @@ def test_standalone_scripts_of_the_new_kernels_compile(tmp_path):
         assert "layoutfuzz" not in script.read_text()
         run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert run.returncode == 0 and "observed: compiled" in run.stdout, run.stdout + run.stderr[-2000:]
+
+
+def test_an_operation_missing_in_a_called_function_is_found_through_the_exception_chain():
+    from layoutfuzz.harness.targets.triton_layout_ops import MISSING_OP, _causes
+
+    try:
+        try:
+            raise AttributeError("module 'triton.experimental.gluon.language' has no attribute 'cumsum'")
+        except AttributeError as inner:
+            raise RuntimeError("at 7:4:\n    apply_op(dst, x)\n    ^") from inner
+    except RuntimeError as outer:
+        chain = _causes(outer)
+    assert not MISSING_OP.search(str(chain[0])) and any(MISSING_OP.search(str(e)) for e in chain)

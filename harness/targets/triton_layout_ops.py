@@ -143,7 +143,7 @@ class TritonLayoutOps(GluonTarget):
                                target=GPUTarget(*SM90), options=options)
         except Exception as exc:
             error = compile_error(exc, "".join(diagnostics))
-            if MISSING_OP.search(error):
+            if MISSING_OP.search(error) or any(MISSING_OP.search(str(e)) for e in _causes(exc)):
                 raise Unsupported(f"this Triton's Gluon lacks the operation: {error}") from None
             return {"compiles": False, "error": without_tensor_types(error)}
         return {"compiles": True}
@@ -159,6 +159,16 @@ class TritonLayoutOps(GluonTarget):
         error = observed.get("error", "")
         return Comparison(False, 1, (error,), f"compile error: {error}",  # one bug, one bucket: the op is in the note
                           f"the compiler refused a valid kernel ({case.params['op']} over axis {case.params['axis']})")
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """An exception and the ones it was raised from: an operation missing in a function the kernel calls is a
+    CompilationError of the call, raised from the inner function's, raised from the AttributeError."""
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain and len(chain) < 16:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return chain
 
 
 def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
@@ -264,7 +274,14 @@ try:
                    options={{"num_warps": {p["num_warps"]}, "num_ctas": {num_ctas(p["layout"])}}})
     print("compiled")
 except Exception as exc:
-    print("refused:", type(exc).__name__, (str(exc).splitlines() or [""])[0][:200])
+    chain = [exc]
+    while (chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 16:
+        chain.append(chain[-1].__cause__ or chain[-1].__context__)
+    missing = [e for e in chain if "gluon.language' has no attribute" in str(e)]
+    if missing:  # an operation this release's Gluon does not have
+        print("unavailable:", str(missing[-1]).splitlines()[-1][:200])
+    else:
+        print("refused:", type(exc).__name__, (str(exc).splitlines() or [""])[0][:200])
 """
 
 with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as kernel_file:  # Gluon reads a kernel's source
