@@ -12,7 +12,8 @@ from layoutfuzz.oracles.wgmma import WGMMA_N
 
 ELEMENT_BYTES = (1, 2, 4)
 SWIZZLES = (0, 32, 64, 128)  # bytes; 0: none
-ROWS = (1, 2, 3, 5, 8, 13, 16, 64)
+ROWS = (1, 2, 3, 5, 7, 8, 13, 16, 31, 64, 127, 128, 192, 256)  # box rows: the driver's 1 and 256, primes, powers of two
+MAX_BOX_BYTES = 24 * 1024  # a box fits the probes' shared-memory window
 TILE_ROWS = (8, 16, 64)
 DIRECTIONS = ("load", "store")  # TMA: global to shared memory, or shared to global
 CLUSTER_CTAS = (1, 2, 4)  # CTAs of a cluster a TMA load is multicast to (Mosaic's collective async_copy)
@@ -74,14 +75,14 @@ def wgmma_shape(source: Source) -> dict[str, Any]:
 def tma_box(source: Source) -> dict[str, Any]:
     """A 2-D TMA load: a window of ``rows`` x ``columns`` elements of 1, 2 or 4 bytes, starting ``row_offset`` rows
     into a larger array, into shared memory with a swizzle of none, 32, 64 or 128 bytes. With a swizzle, a row is the
-    swizzle span; without one, 16 to 128 bytes. Every system that takes a 2-D box draws this (case model
+    swizzle span; without one, 16 to 128 bytes in 16-byte units; its rows one of ``ROWS`` that fit 24 KiB. Every system that takes a 2-D box draws this (case model
     ``tma_boxes``, ``gpu.targets.tma_boxes``)."""
     element = source.choice(ELEMENT_BYTES)
     swizzle = source.choice(SWIZZLES)
     if swizzle:
         columns = swizzle // element
     else:
-        columns = min(16 * source.choice((1, 2, 4, 8)) // element, 256)
-    rows = source.choice(ROWS)
+        columns = 16 * source.integer(1, 8) // element  # whole 16-byte units, up to 128 bytes
+    rows = source.choice(tuple(r for r in ROWS if r * columns * element <= MAX_BOX_BYTES))
     return {"element_bytes": element, "swizzle": swizzle, "rows": rows, "columns": columns,
             "row_offset": source.choice((0, 0, 1, 3, 7))}

@@ -10,7 +10,8 @@ from math import prod
 from typing import Any
 
 from layoutfuzz.generators.source import Source, permutation
-from layoutfuzz.oracles.mosaic_layouts import LANES, WARPS, tiled_dims
+from layoutfuzz.oracles.mosaic_layouts import LANES, WARPS
+from layoutfuzz.oracles.mosaic_relations import tiled_dims
 
 R = "replicated"
 # Mosaic GPU's named layouts (jax 0.10.2, jax/experimental/mosaic/gpu/fragmented_array.py), as data
@@ -37,6 +38,7 @@ NAMED: dict[str, dict[str, Any]] = {
 # the wgmma fragments Mosaic's layouts stand for: (named layout, PTX fragment, columns a step)
 WGMMA = {"WGMMA_LAYOUT": ("accumulator", 8), "WGMMA_LAYOUT_ACC_32BIT": ("accumulator", 8), "WGMMA_LAYOUT_8BIT": ("a8", 16)}
 MAX_ELEMENTS = 1 << 14
+ODD_FACTORS = (1, 1, 1, 1, 1, 1, 3, 5, 7)  # a non-power-of-two base tile dim in one case of three
 
 
 def mosaic_layout_case(source: Source) -> dict[str, Any]:
@@ -50,7 +52,7 @@ def mosaic_layout_case(source: Source) -> dict[str, Any]:
         name = source.choice(tuple(NAMED))
         layout = NAMED[name]
         return {"family": family, "name": name, **layout, "shape": _shape(source, layout["tiles"][0])}
-    return {"family": family, **random_tiled_layout(source)}
+    return {"family": family, **random_tiled_layout(source, any_sizes=True)}
 
 
 def _shape(source: Source, base: list[int]) -> list[int]:
@@ -62,19 +64,23 @@ def _shape(source: Source, base: list[int]) -> list[int]:
 
 
 
-def random_tiled_layout(source: Source) -> dict[str, Any]:
-    """A tiling of 1-3 dims (a base tile of 2**7 to 2**12 elements, then 1-3 finer tiles of its trailing dims), the
+def random_tiled_layout(source: Source, any_sizes: bool = False) -> dict[str, Any]:
+    """A tiling of 1-3 dims (a base tile of 2**7 to 2**12 elements, with ``any_sizes`` one in three with a dim 3, 5 or 7
+    times a power of two, then 1-3 finer power-of-two tiles of its trailing dims), the
     4 warps and 32 lanes over tiled dims (a replication where the drawn dims hold fewer), a vector dim, a shape."""
     rank = source.choice((2, 1, 2, 3))
     bits = [0] * rank
     for _ in range(source.integer(7, 12)):
         bits[source.integer(0, rank - 1)] += 1
     tiles = [[1 << b for b in bits]]
+    odd = source.choice(ODD_FACTORS) if any_sizes else 1  # Mosaic's tilings take any positive sizes
+    if odd > 1 and prod(tiles[0]) * odd <= MAX_ELEMENTS:
+        tiles[0][source.integer(0, rank - 1)] *= odd
     for _ in range(source.integer(1, 3)):
         last = tiles[-1]
         k = source.integer(1, len(last))
-        tiles.append([1 << source.integer(0, t.bit_length() - 1) for t in last[-k:]])
-    sizes = [size for _, _, size in tiled_dims(tiles[0], tiles)][rank:]
+        tiles.append([1 << source.integer(0, (t & -t).bit_length() - 1) for t in last[-k:]])  # powers of two dividing t
+    sizes = [d.size for d in tiled_dims(tiles[0], tiles)][rank:]
     free = [d - len(sizes) for d in permutation(source, len(sizes))]  # the tiled dims, as negative indices, shuffled
 
     def take(total: int) -> list[Any]:

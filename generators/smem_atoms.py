@@ -19,22 +19,32 @@ ELEMENTS: dict[str, int] = {
 }
 MAX_ELEMENTS = 1 << 16
 NOT_DIVIDING_ONE_IN = 10
-MAX_STAGES = 8  # a pipeline's buffers
+MAX_STAGES = 16  # a pipeline's buffers
+MAX_REPEATS = 16  # atoms along a mode: any whole count (primes included), 1 and 16 at the edges
+
+
+def _repeats(source: Source, edge: bool) -> int:
+    """Atoms along a mode: 1 or 16 at the edges; else any count half the time, a power of two (the shapes a
+    power-of-two system such as Triton takes) the other half."""
+    if edge or source.integer(0, 1):
+        return bounded(source, 1, MAX_REPEATS, edge)
+    return 1 << source.integer(0, MAX_REPEATS.bit_length() - 1)
 
 
 def smem_atom_tile(source: Source) -> dict[str, Any]:
     """{"kind", "element", "shape": [MN, K(, stages)], "order": a permutation of the modes}; at the edges, the
-    narrowest and widest elements, one atom or eight along a mode, one stage or eight."""
+    narrowest and widest elements, one atom or sixteen along a mode, one stage or sixteen."""
     edge = at_edge(source)
     kind = source.choice(tuple(KINDS))
     element = source.choice(tuple(e for e, bits in ELEMENTS.items() if bits in (4, 64)) if edge else tuple(ELEMENTS))
     a_mn, a_k = atom_shape(kind, ELEMENTS[element])
     rank = source.choice((2, 2, 3))
-    repeats = (1, 8) if edge else (1, 2, 3, 4, 8)
-    reps = [source.choice(repeats), source.choice(repeats)]
+    reps = [_repeats(source, edge), _repeats(source, edge)]
     stages = [bounded(source, 1, MAX_STAGES, edge)] if rank == 3 else []
     while a_mn * reps[0] * a_k * reps[1] * (stages[0] if stages else 1) > MAX_ELEMENTS:
         reps[reps.index(max(reps))] //= 2
+    while a_mn * reps[0] * a_k * reps[1] * (stages[0] if stages else 1) > MAX_ELEMENTS:
+        stages[0] //= 2
     shape = [a_mn * reps[0], a_k * reps[1], *stages]
     if source.integer(1, NOT_DIVIDING_ONE_IN) == 1:
         mode = source.integer(0, 1)

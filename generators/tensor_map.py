@@ -6,13 +6,26 @@ from __future__ import annotations
 from typing import Any
 
 from layoutfuzz.generators.source import Source
-from layoutfuzz.oracles.tensor_map import DATA_TYPE_BYTES, FLOAT_TYPES, SWIZZLE_BYTES
+from layoutfuzz.oracles.tensor_map import (
+    DATA_TYPE_BYTES,
+    DATA_TYPE_NAMES,
+    FLOAT_TYPES,
+    INTERLEAVES,
+    L2_PROMOTIONS,
+    OOB_FILLS,
+    SWIZZLE_BYTES,
+    SWIZZLES,
+)
 
 BROKEN_SHARE = 8  # one encoding in BROKEN_SHARE breaks a rule on purpose
 BREAKS = ("box dim 0", "box dim 257", "element stride 0", "element stride 9", "inner box bytes", "interleaved inner box bytes",
           "inner box past the swizzle",
           "address 8-byte aligned", "stride 8-byte aligned", "stride 2^40", "global dim 0", "global dim 2^32 + 1",
-          "interleave below rank 3", "interleave 32B without swizzle 32B", "NaN fill of an integer type", "rank 6")
+          "interleave below rank 3", "interleave 32B without swizzle 32B", "NaN fill of an integer type", "rank 6",
+          "enum out of range")
+# the enum arguments and their value counts: "enum out of range" sets one past its last value (up to 15)
+ENUMS = {"data_type": len(DATA_TYPE_NAMES), "interleave": len(INTERLEAVES), "swizzle": len(SWIZZLES),
+         "l2_promotion": len(L2_PROMOTIONS), "oob_fill": len(OOB_FILLS)}
 
 
 def tiled_encoding(source: Source) -> dict[str, Any]:
@@ -105,6 +118,9 @@ def _break(p: dict[str, Any], rule: str, source: Source) -> None:
             p["global_dims"][0] = max(p["global_dims"][0], p["box_dims"][0])
         if p["global_strides"]:
             p["global_strides"] = [s * 8 for s in p["global_strides"]]  # room for the wider element
+    if rule == "enum out of range":
+        key = source.choice(tuple(ENUMS))
+        p[key] = source.choice((ENUMS[key], 15))  # one past its last value, or the largest the validator takes
     if rule == "rank 6":
         p["broken"] = "rank 6"
         for key in ("global_dims", "box_dims", "element_strides"):

@@ -10,6 +10,8 @@ from typing import Any
 from layoutfuzz.generators.source import Source, at_edge, bounded
 
 MAX_ELEMENTS = 1 << 14
+MAX_DIM_LOG2 = 8  # rows and columns up to 256
+MAX_PER_PHASE_LOG2 = 4  # rows a phase: 1-16, the swizzled shared layouts' range
 ELEMENT_BITS = (8, 16, 32)  # Triton's shared buffers of the probe (triton.shared_layouts' DTYPES)
 
 
@@ -17,11 +19,11 @@ def xor_swizzle(source: Source) -> dict[str, Any]:
     """{"rows", "cols", "vec", "per_phase", "max_phase", "elem_bits"}: a [rows, cols] tile, columns contiguous; at the
     edges, each exponent its least or greatest."""
     edge = at_edge(source)
-    cols = 1 << bounded(source, 0, 8, edge)
-    rows = 1 << bounded(source, 1, min(8, (MAX_ELEMENTS // cols).bit_length() - 1), edge)
+    cols = 1 << bounded(source, 0, MAX_DIM_LOG2, edge)
+    rows = 1 << bounded(source, 1, min(MAX_DIM_LOG2, (MAX_ELEMENTS // cols).bit_length() - 1), edge)
     max_phase = 1 << bounded(source, 0, cols.bit_length() - 1, edge)  # 1: no swizzle
     vec = 1 << bounded(source, 0, (cols // max_phase).bit_length() - 1, edge)
-    per_phase = 1 << bounded(source, 0, 3, edge)
+    per_phase = 1 << bounded(source, 0, MAX_PER_PHASE_LOG2, edge)
     return {"rows": rows, "cols": cols, "vec": vec, "per_phase": per_phase, "max_phase": max_phase,
             "elem_bits": source.choice(ELEMENT_BITS)}
 

@@ -29,13 +29,13 @@ FAILING = (Outcome.DIVERGE, Outcome.CRASH, Outcome.TIMEOUT, Outcome.ERROR)
 
 def candidates(params: Any) -> Iterator[Any]:
     """Every single-edit shrink of ``params``, depth first, in a fixed order."""
-    for path, value in _leaves_and_lists(params, ()):
+    for path, value in leaves_and_lists(params, ()):
         if isinstance(value, list):
             for shorter in _shorter_lists(value):
-                yield _replaced(params, path, shorter)
+                yield replaced_at(params, path, shorter)
         elif isinstance(value, int) and not isinstance(value, bool):
             for smaller in smaller_integers(value):
-                yield _replaced(params, path, smaller)
+                yield replaced_at(params, path, smaller)
 
 
 def _shorter_lists(value: list) -> Iterator[list]:
@@ -58,19 +58,21 @@ def smaller_integers(value: int) -> Iterator[int]:
             yield sign * step
 
 
-def _leaves_and_lists(value: Any, path: tuple) -> Iterator[tuple[tuple, Any]]:
+def leaves_and_lists(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    """(path, item) of every list and leaf of JSON-like ``value``, depth first."""
     if isinstance(value, dict):
         for key in value:
-            yield from _leaves_and_lists(value[key], path + (key,))
+            yield from leaves_and_lists(value[key], path + (key,))
     elif isinstance(value, list):
         yield path, value
         for i, item in enumerate(value):
-            yield from _leaves_and_lists(item, path + (i,))
+            yield from leaves_and_lists(item, path + (i,))
     else:
         yield path, value
 
 
-def _replaced(params: Any, path: tuple, new: Any) -> Any:
+def replaced_at(params: Any, path: tuple, new: Any) -> Any:
+    """A copy of ``params`` with the item at ``path`` (from ``leaves_and_lists``) replaced by ``new``."""
     out = copy.deepcopy(params)
     if not path:
         return new
@@ -84,7 +86,7 @@ def _replaced(params: Any, path: tuple, new: Any) -> Any:
 def size(params: Any) -> tuple[int, int]:
     """What the reducer makes smaller: the canonical JSON's length, then the integers' magnitudes."""
     text = canonical_json(params)
-    return len(text), sum(abs(v) for _, v in _leaves_and_lists(params, ()) if isinstance(v, int) and not isinstance(v, bool))
+    return len(text), sum(abs(v) for _, v in leaves_and_lists(params, ()) if isinstance(v, int) and not isinstance(v, bool))
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,8 @@ def encoding_problems(e: TiledEncoding, compute_capability: tuple[int, int]) -> 
         out.append(("rank", f"rank {e.rank} is not 1..5"))
     # "If interleave is not CU_TENSOR_MAP_INTERLEAVE_NONE, then tensorRank must additionally be greater than or equal to 3"
     if e.interleave != 0 and e.rank < 3:
-        out.append(("interleave rank", f"interleave {INTERLEAVES[e.interleave]} needs rank 3 or more, not {e.rank}"))
+        out.append(("interleave rank", f"interleave {INTERLEAVES[e.interleave] if e.interleave < len(INTERLEAVES) else e.interleave} needs rank 3 or more, "
+                                          f"not {e.rank}"))
     # "globalAddress ... must be 16 byte aligned"; "When interleave is CU_TENSOR_MAP_INTERLEAVE_32B, globalAddress must be 32 byte aligned"
     align = 32 if e.interleave == 2 else 16
     if e.global_address % align:

@@ -55,7 +55,7 @@ def test_triton_lays_out_every_supported_case_as_the_oracle_says():
     pytest.importorskip("triton.experimental.gluon", reason="needs Triton with Gluon")
     target = registry.load("triton.smem_atoms")
     outcomes = {}
-    for index in range(300):
+    for index in range(600):
         case = make_case(target, 0, index)
         outcomes.setdefault(evaluate(target, case)["outcome"], []).append(target.family(case))
     assert set(outcomes) == {"pass", "unsupported"}, {k: v[:5] for k, v in outcomes.items() if k not in ("pass", "unsupported")}

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.generators.mosaic_gpu import ELEMENT_BYTES, ROWS, SWIZZLES, tma_box
+from layoutfuzz.generators.mosaic_gpu import ELEMENT_BYTES, MAX_BOX_BYTES, ROWS, SWIZZLES, tma_box
 from layoutfuzz.generators.shrink import replaced
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
@@ -47,12 +47,14 @@ class TmaBoxModel(Target):
         p = case.params
         if p.get("element_bytes") not in ELEMENT_BYTES or p.get("swizzle") not in SWIZZLES:
             raise ValueError(f"element bytes {ELEMENT_BYTES}, swizzle {SWIZZLES}")
-        if not isinstance(p.get("rows"), int) or not 1 <= p["rows"] <= 256 or p.get("row_offset") not in ROW_OFFSETS:
-            raise ValueError(f"rows 1-256, a row offset of {ROW_OFFSETS}")
+        if p.get("rows") not in ROWS or p.get("row_offset") not in ROW_OFFSETS:
+            raise ValueError(f"rows one of {ROWS} (one kernel a shape), a row offset of {ROW_OFFSETS}")
         inner = p.get("columns", 0) * p["element_bytes"]
         span = p["swizzle"] or 128
         if not isinstance(p.get("columns"), int) or inner % 16 or not 16 <= inner <= span:
             raise ValueError("a row of whole 16-byte units, up to the swizzle span (128 bytes without a swizzle)")
+        if p["rows"] * inner > MAX_BOX_BYTES:
+            raise ValueError(f"a box of at most {MAX_BOX_BYTES} bytes (the probes' shared-memory window)")
 
     def family(self, case: Case) -> str:
         p = case.params
@@ -73,7 +75,9 @@ class TmaBoxModel(Target):
         return Space((
             Parameter("swizzle", SWIZZLES, "PTX 5.5.7 swizzle modes (bytes, 0 none)", lambda p: p["swizzle"]),
             Parameter("element bytes", ELEMENT_BYTES, "element sizes the three systems share", lambda p: p["element_bytes"]),
-            Parameter("rows", ROWS, "box rows (powers of two and not)", lambda p: p["rows"]),
+            Parameter("rows", ROWS, "box rows (the driver's 1-256: its edges, primes, powers of two)", lambda p: p["rows"]),
+            Parameter("row bytes", tuple(range(16, 129, 16)), "whole 16-byte units up to the swizzle span",
+                      lambda p: p["columns"] * p["element_bytes"]),
             Parameter("row offset", ROW_OFFSETS, "the window's first row in the larger array", lambda p: p["row_offset"]),
         ))
 

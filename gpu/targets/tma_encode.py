@@ -39,6 +39,11 @@ DIM_BINS = ("0", "1-256", "257-65535", "65536-4294967296", "past 2^32")
 
 
 # what breaking a rule does to the other parameters (generators/tensor_map.py's _break), and so which pairs never occur
+def _enum(names: tuple[str, ...], value: int) -> str | None:
+    """An enum argument's name; None for a value past the enum (the rule "enum out of range")."""
+    return names[value] if 0 <= value < len(names) else None
+
+
 _BREAK_FIXES: dict[str, dict[str, Any]] = {
     "NaN fill of an integer type": {"out-of-bound fill": ("NAN_REQUEST_ZERO_FMA",),
                                     "data type": ("UINT8", "UINT16", "UINT32", "INT32", "UINT64", "INT64")},
@@ -203,10 +208,10 @@ class TmaEncode(GpuTarget):
                       lambda p: DATA_TYPE_NAMES[p["data_type"]] if p["data_type"] < len(DATA_TYPE_NAMES) else None,
                       dict.fromkeys(PACKED, "packed 4- and 6-bit types: their byte size, which the 16-byte inner-row rule needs, is not stated")),
             Parameter("rank", (1, 2, 3, 4, 5), f"{api}: tensorRank 1-5", lambda p: len(p["global_dims"]) if len(p["global_dims"]) <= 5 else None),
-            Parameter("interleave", INTERLEAVES, f"{api}: CUtensorMapInterleave", lambda p: INTERLEAVES[p["interleave"]]),
-            Parameter("swizzle", SWIZZLES, f"{api}: CUtensorMapSwizzle", lambda p: SWIZZLES[p["swizzle"]]),
-            Parameter("L2 promotion", L2_PROMOTIONS, f"{api}: CUtensorMapL2promotion", lambda p: L2_PROMOTIONS[p["l2_promotion"]]),
-            Parameter("out-of-bound fill", OOB_FILLS, f"{api}: CUtensorMapFloatOOBfill", lambda p: OOB_FILLS[p["oob_fill"]]),
+            Parameter("interleave", INTERLEAVES, f"{api}: CUtensorMapInterleave", lambda p: _enum(INTERLEAVES, p["interleave"])),
+            Parameter("swizzle", SWIZZLES, f"{api}: CUtensorMapSwizzle", lambda p: _enum(SWIZZLES, p["swizzle"])),
+            Parameter("L2 promotion", L2_PROMOTIONS, f"{api}: CUtensorMapL2promotion", lambda p: _enum(L2_PROMOTIONS, p["l2_promotion"])),
+            Parameter("out-of-bound fill", OOB_FILLS, f"{api}: CUtensorMapFloatOOBfill", lambda p: _enum(OOB_FILLS, p["oob_fill"])),
             Parameter("largest global dim", DIM_BINS, f"{api}: globalDim 1..2^32", lambda p: dim_bin(max(p["global_dims"]))),
             Parameter("element stride", tuple(range(1, 9)), f"{api}: elementStrides 1..8",
                       lambda p: max(p["element_strides"]) if 1 <= max(p["element_strides"]) <= 8 else None),

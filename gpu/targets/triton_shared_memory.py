@@ -48,7 +48,8 @@ class TritonSharedMemory(GluonKernelTarget):
         kind = source.choice(("swizzled_shared", "nvmma_shared", "linear"))
         elem_bits = source.choice((8, 16, 32) if kind == "nvmma_shared" else (8, 16, 32, 64))
         # element ids must fit the element type exactly: at most 2^8 elements of 8 bits
-        shape = legacy_layouts.shape(source, 2, min_log2=3, max_total_log2=min(12, elem_bits), max_dim_log2=8)
+        shape = legacy_layouts.shape(source, 2, min_log2=3 if kind == "nvmma_shared" else 0, max_total_log2=min(12, elem_bits),
+                                      max_dim_log2=8)
         outs = [(f"dim{i}", s) for i, s in enumerate(shape)]
         warps = source.integer(0, 5)  # 1-32 warps
         a = distributed_layout(source, outs=outs, fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
@@ -76,7 +77,32 @@ class TritonSharedMemory(GluonKernelTarget):
         return layout.sublayout(["offset"], [n for n, _ in outs])
 
     def validate(self, case: Case) -> None:
-        if not self.shared_layout(case.params).is_invertible():
+        """The generator's domain: a 2-D power-of-two tile whose element ids fit its integer type (at most 2^12
+        elements, the cost cap the space states), 1-32 warps the two distributed layouts agree on, and a shared layout
+        Triton's constructors accept that is a memory layout (Def 4.14)."""
+        from layoutfuzz.generators.validity import check_layout_kind, check_legacy, check_shape, power_of_two
+        from layoutfuzz.oracles import triton_layouts as tl
+
+        p = case.params
+        kind, bits = p.get("kind"), p.get("elem_bits")
+        if kind not in ("swizzled_shared", "nvmma_shared", "linear"):
+            raise ValueError("kind must be swizzled_shared, nvmma_shared or linear")
+        if bits not in ((8, 16, 32) if kind == "nvmma_shared" else (8, 16, 32, 64)):
+            raise ValueError(f"elem_bits {bits!r}: 8, 16, 32 or 64 (8-32 for NVMMA shared)")
+        shape = check_shape(p.get("shape"), 2)
+        if shape[0] * shape[1] > 1 << min(12, bits):
+            raise ValueError("element ids must fit the element type, in at most 2^12 elements")
+        warps = power_of_two(p.get("num_warps"), "num_warps", 1, 32)
+        outs = [(f"dim{i}", s) for i, s in enumerate(shape)]
+        for name in ("a", "b"):
+            layout = LinearLayout.from_dict(p[name])
+            check_layout_kind(layout, "distributed")
+            sizes = {dim: 1 << len(bases) for dim, bases in layout.in_dims}
+            if dict(layout.out_dims) != dict(outs) or sizes.get("lane") != 32 or sizes.get("warp", 1) != warps:
+                raise ValueError(f"layout {name} must map 32 lanes and num_warps warps onto the shape")
+        if kind != "linear":
+            check_legacy(tl.from_dict(p["shared"]), shape, bits)
+        if not self.shared_layout(p).is_invertible():
             raise ValueError("the shared layout is not a memory layout (Def 4.14)")
 
     def expected(self, case: Case) -> Any:
@@ -152,8 +178,8 @@ def shared_memory_space() -> Space:
     return Space((
         Parameter("kind", ("swizzled_shared", "nvmma_shared", "linear"), gluon, lambda p: p["kind"]),
         Parameter("element bits", (8, 16, 32, 64), "Triton: int8-int64 tiles (NVMMA shared: 8-32)", lambda p: p["elem_bits"]),
-        Parameter("tile elements (log2)", tuple(range(6, 13)), "this target: 2-D tiles, dims from 8, element ids that "
-                  "fit the element type (at most 2^12)", lambda p: (p["shape"][0] * p["shape"][1]).bit_length() - 1),
+        Parameter("tile elements (log2)", tuple(range(13)), "this target: 2-D tiles (dims from 8 for NVMMA shared), "
+                  "element ids that fit the element type (at most 2^12)", lambda p: (p["shape"][0] * p["shape"][1]).bit_length() - 1),
         Parameter("num_warps", WARPS, "Triton: a power of two, up to 32 warps (1,024 threads)", lambda p: p["num_warps"]),
         *shared_parameters(shared, ("swizzled vec", "swizzled per_phase", "swizzled max_phase", "nvmma swizzle bytes",
                                     "nvmma transposed")),

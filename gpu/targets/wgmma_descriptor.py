@@ -67,6 +67,8 @@ class WgmmaDescriptor(GpuTarget):
         p = case.params
         if p.get("dtype", "f16") not in SHAPES or p.get("n") not in WGMMA_N[p.get("dtype", "f16")]:
             raise ValueError(f"dtype {p.get('dtype')!r} with N {p.get('n')!r} is not a wgmma shape the probe runs")
+        if not isinstance(p.get("start"), int) or p["start"] < 0 or p["start"] % 16:
+            raise ValueError("start is a byte offset into the window, a multiple of 16 from 0")
         layout = probe_layout(p)
         probe_descriptor(p)
         window, offset = p.get("window", WINDOW), p.get("window_offset", 0)

@@ -367,7 +367,8 @@ class CuteAlgebraTarget(Target):
             _entries(p["b"])
         elif "b" in p:
             _layout(p["b"])
-        if p["op"] == "recast" and (not isinstance(p.get("bits"), list) or any(b not in BITS for b in p["bits"])):
+        if p["op"] == "recast" and (not isinstance(p.get("bits"), list) or len(p["bits"]) != 2
+                                    or any(b not in BITS for b in p["bits"])):
             raise ValueError(f"recast takes bits [new, old], each one of {BITS}")
         if p["op"] in LAYOUT_B_OPS and "b" not in p:
             raise ValueError(f"{p['op']} takes a layout b")

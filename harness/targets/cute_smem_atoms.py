@@ -15,12 +15,13 @@ table shows where the two conventions part, without calling either reading a bug
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from math import prod
 from typing import Any
 
 import numpy as np
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.generators.smem_atoms import ELEMENTS, smem_atom_tile
+from layoutfuzz.generators.smem_atoms import ELEMENTS, MAX_ELEMENTS, MAX_REPEATS, MAX_STAGES, smem_atom_tile
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
@@ -68,6 +69,11 @@ class CuteSmemAtoms(Target):
         shape, order = p["shape"], p["order"]
         if len(shape) not in (2, 3) or not all(isinstance(n, int) and n >= 1 for n in shape):
             raise ValueError("shape is [MN, K] or [MN, K, stages] of positive ints")
+        a_mn, a_k = atoms.atom_shape(p["kind"], ELEMENTS[p["element"]])
+        if -(-shape[0] // a_mn) > MAX_REPEATS or -(-shape[1] // a_k) > MAX_REPEATS or shape[2:3] > [MAX_STAGES] \
+                or prod(shape) > MAX_ELEMENTS:
+            raise ValueError(f"at most {MAX_REPEATS} atoms along a mode, {MAX_STAGES} stages and {MAX_ELEMENTS} elements "
+                             "(this target's cost cap)")
         atoms.ordered_strides(shape, order)
 
     def family(self, case: Case) -> str:
@@ -81,8 +87,9 @@ class CuteSmemAtoms(Target):
             Parameter("element", tuple(ELEMENTS), "any width CuTe upcasts its bit atoms to (4-64 bits)", lambda p: p["element"]),
             Parameter("rank", (2, 3), "tile_to_shape: (MN, K) or (MN, K, stages)", lambda p: len(p["shape"])),
             Parameter("element bits", (4, 8, 16, 32, 64), "the atoms' bit widths", lambda p: ELEMENTS[p["element"]]),
-            Parameter("atoms along MN", (1, 2, 3, 4, 8), "tile_to_shape: any whole count", lambda p: _repeats(p, 0)),
-            Parameter("stages", tuple(range(1, 9)), "tile_to_shape: any stage count (drawn: 1-8)", lambda p: (p["shape"][2:] or [None])[0]),
+            Parameter("atoms along MN", tuple(range(1, MAX_REPEATS + 1)), "tile_to_shape: any whole count (drawn: 1-16)",
+                      lambda p: _repeats(p, 0)),
+            Parameter("stages", tuple(range(1, MAX_STAGES + 1)), "tile_to_shape: any stage count (drawn: 1-16)", lambda p: (p["shape"][2:] or [None])[0]),
             Parameter("order", ("MN first", "K first", "stage first"), "tile_to_shape's order: any permutation",
                       lambda p: ("MN first", "K first", "stage first")[p["order"].index(0)]),
             Parameter("atom divides the shape", ("yes", "no"), "CuTe: tile_to_shape asserts it divides",

@@ -24,6 +24,7 @@ from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.targets.mosaic_base import MosaicTarget
 from layoutfuzz.oracles import mosaic_layouts as oracle
+from layoutfuzz.oracles import mosaic_relations as relations
 from layoutfuzz.oracles.linear_layout import LayoutError
 
 SHOWN = 4
@@ -57,9 +58,11 @@ class MosaicLayouts(MosaicTarget):
                       lambda p: p["family"]),
             Parameter("named layout", tuple(NAMED), source, lambda p: p.get("name") if p["family"] == "named" else None),
             Parameter("array rank", (1, 2, 3), "TiledLayout: any rank its tiling applies to", lambda p: len(p["shape"])),
+            Parameter("base tile", ("powers of two", "not a power of two"), "Tiling: any positive tile sizes",
+                      lambda p: "powers of two" if all(n & (n - 1) == 0 for n in p["tiles"][0]) else "not a power of two"),
             Parameter("replicated warps or lanes", ("no", "yes"), "TiledLayout: Replicated(n) among warp/lane dims",
                       lambda p: "yes" if any(isinstance(d, dict) for d in (*p["warp_dims"], *p["lane_dims"])) else "no"),
-            Parameter("vector length", ("1", "2", "4", "8+"), "TiledLayout: any size of the vector dim",
+            Parameter("vector length", ("1", "2", "4", "8+", "not a power of two"), "TiledLayout: any size of the vector dim",
                       lambda p: _vector_label(p)),
         ), _illegal)
 
@@ -72,8 +75,10 @@ class MosaicLayouts(MosaicTarget):
                 raise LayoutError("a wgmma fragment is 64 rows")
             fragment = oracle.wgmma_fragment(WGMMA[p["name"]][0], cols)
             return fragment[..., 0] * cols + fragment[..., 1]
-        return oracle.holders(oracle.tiled_layout(p["shape"], p["tiles"], _dims(p["warp_dims"]), _dims(p["lane_dims"]),
-                                                  p["vector_dim"]))
+        args = (p["shape"], p["tiles"], _dims(p["warp_dims"]), _dims(p["lane_dims"]), p["vector_dim"])
+        if all(n & (n - 1) == 0 for n in (*p["shape"], *(t for tile in p["tiles"] for t in tile))):
+            return oracle.holders(oracle.tiled_layout(*args))
+        return relations.tiled_placement(*args)  # any sizes: the same definition counted in integers
 
     def observed(self, case: Case) -> dict[str, Any]:
         """What Mosaic's thread_idxs gives for the layout and for its canonical form."""
@@ -134,8 +139,13 @@ def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
     return False
 
 
-def _vector_label(p: Mapping[str, Any]) -> str:
-    size = oracle.tiled_shape(p["shape"], p["tiles"])[p["vector_dim"]]
+def _vector_label(p: Mapping[str, Any]) -> str | None:
+    try:
+        size = relations.tiled_dims(p["shape"], p["tiles"])[p["vector_dim"]].size
+    except LayoutError:  # a wgmma fragment's shape its named tiling does not apply to
+        return None
+    if size & (size - 1):
+        return "not a power of two"
     return str(size) if size < 8 else "8+"
 
 

@@ -84,6 +84,8 @@ class TritonCompile(GluonTarget):
                 raise ValueError(f"layout {key} is not a 2-D distributed layout")
             if num_warps(layout) != warps:
                 raise ValueError(f"layout {key} spans {num_warps(layout)} warps, the kernel has {warps}")
+        if p.get("kinds") != [legacy_kind(legacy_from_params(p[key], key)) for key in ("a", "b")]:
+            raise ValueError("kinds must name the kinds of layouts a and b")
         if p["kernel"] == "shared":
             check_legacy(legacy_from_params(p.get("shared"), "shared"), shape, p["elem_bits"])
 

@@ -13,7 +13,14 @@ from typing import Any
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
-from layoutfuzz.generators.xor_swizzles import ELEMENT_BITS, cute_swizzle, xor_swizzle
+from layoutfuzz.generators.xor_swizzles import (
+    ELEMENT_BITS,
+    MAX_DIM_LOG2,
+    MAX_ELEMENTS,
+    MAX_PER_PHASE_LOG2,
+    cute_swizzle,
+    xor_swizzle,
+)
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Target
 from layoutfuzz.harness.targets.cute_algebra import Call
@@ -46,6 +53,10 @@ class XorSwizzleTarget(Target):
                 raise ValueError(f"{name} is a power of two")
         if p["vec"] * p["max_phase"] > p["cols"] or p["rows"] < 2:
             raise ValueError("vec * max_phase columns at most, and two rows at least")
+        if max(p["rows"], p["cols"]) > 1 << MAX_DIM_LOG2 or p["rows"] * p["cols"] > MAX_ELEMENTS \
+                or p["per_phase"] > 1 << MAX_PER_PHASE_LOG2:
+            raise ValueError(f"rows and columns up to {1 << MAX_DIM_LOG2}, {MAX_ELEMENTS} elements, "
+                             f"{1 << MAX_PER_PHASE_LOG2} rows a phase")
         if p.get("elem_bits") not in ELEMENT_BITS:
             raise ValueError(f"elem_bits is one of {ELEMENT_BITS}")
 
@@ -57,7 +68,7 @@ class XorSwizzleTarget(Target):
         api = "Triton SwizzledSharedLayout (Def 4.11); CuTe Swizzle<B,M,S>"
         return Space((
             Parameter("vec", tuple(1 << k for k in range(9)), api, lambda p: p["vec"]),
-            Parameter("per phase", (1, 2, 4, 8), api, lambda p: p["per_phase"]),
+            Parameter("per phase", (1, 2, 4, 8, 16), api, lambda p: p["per_phase"]),
             Parameter("max phase", tuple(1 << k for k in range(9)), api, lambda p: p["max_phase"]),
             Parameter("element bits", ELEMENT_BITS, "Triton's shared buffers (triton.shared_layouts)", lambda p: p["elem_bits"]),
         ), lambda a, x, b, y: {a, b} == {"vec", "max phase"} and x * y > 256)  # the XOR stays in a row of 256 at most
