@@ -177,11 +177,28 @@ def run_script(script: Path, python: str = sys.executable, timeout: float = SCRI
     return ScriptRun(done.returncode, (done.stdout.strip() or done.stderr.strip()[-2000:]))
 
 
-def versions(target: Target, case_target: str) -> list[str]:
-    """The installed versions of the system under test and the toolchain, as lines."""
+def needs_gpu(script: str) -> bool:
+    """Whether a reproducer runs its kernel on a CUDA GPU (the marker of gpu/script_parts.py's scripts)."""
+    return re.search(r"^NEEDS_CUDA_CAPABILITY = ", script, re.MULTILINE) is not None
+
+
+def gpu_lines() -> list[str]:
+    """The GPU and driver ``nvidia-smi`` reports here (a line saying there is none, where it reports none)."""
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ["GPU: none here (no nvidia-smi)"]
+    found = [line.strip() for line in done.stdout.splitlines() if line.strip()] if done.returncode == 0 else []
+    return [f"GPU: {line} (name, driver, compute capability)" for line in found[:1]] or ["GPU: none here"]
+
+
+def versions(target: Target, case_target: str, gpu: bool = False) -> list[str]:
+    """The installed versions of the system under test and the toolchain, as lines (``gpu``: torch and the GPU too)."""
     from importlib import metadata
 
     _, _, packages = SYSTEMS.get(case_target.split(".")[0], ("", "", ()))
+    packages = (*packages, "torch") if gpu else packages
     lines = []
     for name in packages:
         try:
@@ -190,7 +207,7 @@ def versions(target: Target, case_target: str) -> list[str]:
             lines.append(f"{name} (not installed)")
     lines.append(f"Python {platform.python_version()}, {platform.system()} {platform.machine()}, "
                  f"{platform.libc_ver()[0]} {platform.libc_ver()[1]}".rstrip())
-    return lines
+    return lines + (gpu_lines() if gpu else [])
 
 
 def release_range(problem: ledger.KnownProblem | None) -> str:
@@ -265,13 +282,18 @@ def issue_markdown(finding: Finding, target: Target, script: str, run: ScriptRun
     blame = attribute(target, outcome, signature, problem)
     state = {0: "not reproduced (exit 0: the answer is right here)", 1: "reproduced (exit 1)",
              2: "cannot be expressed by this release (exit 2)"}.get(run.returncode, f"exit {run.returncode}")
+    if run.returncode == 2 and "observed: cannot run here" in run.output:
+        state = "cannot run here (exit 2)"
     note = f" {problem.note}." if problem and problem.note else ""
-    summary = (f"{title}. Layer: {blame.layer or target.layer or target.name}.{note} The script below needs only "
-               f"{system} and runs on a CPU; it exits 1 while the problem shows and 0 once it is fixed.")
+    gpu = needs_gpu(script)
+    needs = (f"{system}, torch and NumPy, and a Hopper GPU (compute capability 9.0): it runs the kernel through "
+             f"{system}'s own JIT in a child process" if gpu else f"only {system} and runs on a CPU")
+    summary = (f"{title}. Layer: {blame.layer or target.layer or target.name}.{note} The script below needs "
+               f"{needs}; it exits 1 while the problem shows and 0 once it is fixed.")
     lines = [f"# [{system}] {title}", "", "## Summary", "", summary, "", "## Reproducer", "", "```python",
              script.rstrip(), "```", "", f"## Expected and observed ({state})", "", "```", run.output.rstrip(), "```",
              "", "## Releases", "", release_range(problem), "", "## Versions and toolchain", "",
-             *[f"- {v}" for v in versions(target, finding.case.target)], "", "## Attribution", "",
+             *[f"- {v}" for v in versions(target, finding.case.target, gpu)], "", "## Attribution", "",
              f"{blame.party}" + (f" ({blame.layer})" if blame.layer else "") + f". Evidence: {blame.evidence or 'the script above'}.",
              "", f"Found by differential testing (layoutfuzz case `{finding.case.case_id}`, from {finding.origin}"
              + (f"; root cause `{problem.bucket}`: {problem.signature}" if problem else "") + ").", "",

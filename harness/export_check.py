@@ -28,6 +28,12 @@ CASE = re.compile(r"layoutfuzz case `([\w.]+)/")
 BOOT = ("import runpy, sys; sys.modules['layoutfuzz'] = None; path = sys.argv[1]; sys.argv = [path]; "
         "runpy.run_path(path, run_name='__main__')")
 # prints {package: installed version or None} for the packages of every system
+# a GPU reproducer (gpu/script_parts.py) names the compute capability it needs; it runs only where the interpreter sees
+# such a GPU (elsewhere it is skipped with that reason: no GPU is no verdict on the release)
+NEEDS_GPU = re.compile(r"^NEEDS_CUDA_CAPABILITY = \((\d+), (\d+)\)", re.MULTILINE)
+# prints the compute capability of the interpreter's first CUDA device through torch ([major, minor]), or null
+GPU_PROBE = ("import json\ntry:\n    import torch\n    cap = list(torch.cuda.get_device_capability()) "
+             "if torch.cuda.is_available() else None\nexcept Exception:\n    cap = None\nprint(json.dumps(cap))")
 PROBE = ("import json, sys\nfrom importlib import metadata\nout = {}\nfor name in sys.argv[1:]:\n    try:\n"
          "        out[name] = metadata.version(name)\n    except metadata.PackageNotFoundError:\n        out[name] = None\n"
          "print(json.dumps(out))")
@@ -78,6 +84,22 @@ def installed(python: str) -> dict[str, str | None]:
     return json.loads(done.stdout)
 
 
+def gpu_capability(python: str) -> tuple[int, int] | None:
+    """The compute capability of the CUDA GPU ``python`` sees through torch (None: none, or no torch)."""
+    try:
+        done = subprocess.run([python, "-c", GPU_PROBE], capture_output=True, text=True, env=clean_env(), timeout=120)
+        found = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else None
+    except (subprocess.TimeoutExpired, ValueError):
+        return None
+    return (int(found[0]), int(found[1])) if found else None
+
+
+def needed_gpu(text: str) -> tuple[int, int] | None:
+    """The compute capability a reproducer's text says it needs (None: it runs without a GPU)."""
+    found = NEEDS_GPU.search(text)
+    return (int(found[1]), int(found[2])) if found else None
+
+
 def release_of(target: str, versions: Mapping[str, str | None]) -> str | None:
     """The installed release of the system ``target`` belongs to (None where it is not installed)."""
     system = SYSTEMS.get(target.split(".")[0])
@@ -107,8 +129,9 @@ def run_blocked(script: Path, python: str, timeout: float = SCRIPT_TIMEOUT) -> t
 
 
 def check_one(item: Exported, problem: ledger.KnownProblem | None, versions: Mapping[str, str | None],
-              python: str) -> Checked:
-    """Runs one script (where its system is installed and the ledger knows its root cause) and judges its exit."""
+              python: str, gpu: tuple[int, int] | None = None) -> Checked:
+    """Runs one script (where its system is installed, the GPU it needs is there (``gpu``: the capability of the one
+    the interpreter sees) and the ledger knows its root cause) and judges its exit."""
     release = release_of(item.target, versions)
     if release is None:
         return Checked(item.slug, item.target, "", (), None, True, "system not installed: not run")
@@ -117,6 +140,11 @@ def check_one(item: Exported, problem: ledger.KnownProblem | None, versions: Map
     text = item.script.read_text()
     if re.search(r"^\s*(import|from) layoutfuzz\b", text, re.MULTILINE):
         return Checked(item.slug, item.target, release, (), None, False, "the script imports layoutfuzz")
+    needs = needed_gpu(text)
+    if needs is not None and (gpu is None or gpu < needs):
+        return Checked(item.slug, item.target, release, (), None, True,
+                       f"needs a CUDA GPU of compute capability {needs[0]}.{needs[1]}: "
+                       f"{'none here' if gpu is None else f'this one is {gpu[0]}.{gpu[1]}'}, not run")
     want = expected_codes(problem, release)
     code, out, err = run_blocked(item.script, python)
     if "Traceback (most recent call last)" in err or "observed:" not in out:  # the script failed, not the system
@@ -131,8 +159,9 @@ def check(folder: Path, known: Mapping[str, ledger.KnownProblem], python: str = 
     """Every reproducer under ``folder`` checked under ``python``, ``jobs`` at a time (default: one per core)."""
     versions = installed(python)
     items = exported(folder)
+    gpu = gpu_capability(python) if any(needed_gpu(item.script.read_text()) for item in items) else None
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        return list(pool.map(lambda item: check_one(item, known.get(item.bucket), versions, python), items))
+        return list(pool.map(lambda item: check_one(item, known.get(item.bucket), versions, python, gpu), items))
 
 
 def summary(results: Sequence[Checked]) -> str:

@@ -156,6 +156,13 @@ class TritonConvertLayout(GluonKernelTarget):
         return KernelSpec(CONVERT_PROBES[len(shape)], {"src": pointer, "dst": pointer, "tid_a": "*i32", "tid_b": "*i32"},
                           constexprs, p["num_warps"])
 
+    def reproducer_script(self, case: Case) -> str | None:
+        """The probe written out (``gluon_probes.convert_probe_{1,2,3}d``), the two layouts as Gluon
+        ``DistributedLinearLayout`` literals, launched through Triton's JIT on torch tensors (one cluster of the
+        layouts' CTAs); expected: the data arrives unchanged (``dst == src``: a conversion moves elements, never
+        changes them). Needs a GPU (``gpu.script_parts``)."""
+        return convert_layout_script(case.params, case.index)
+
     def picture(self, report: dict[str, Any]) -> Any:
         """Which thread holds each element under layouts A and B, the oracle's above the GPU's, disagreements as red x;
         None where either side has no holders."""
@@ -232,3 +239,44 @@ def _convert_illegal(a: str, x: Any, b: str, y: Any) -> bool:
     if "rank" in pair and "log2 elements" in pair:
         return pair["log2 elements"] < pair["rank"]
     return False
+
+
+def convert_layout_script(p: Mapping[str, Any], index: int) -> str:
+    """``TritonConvertLayout.reproducer_script`` of params ``p`` (case index ``index``: the data's seed)."""
+    from layoutfuzz.gpu import gluon_probes
+    from layoutfuzz.gpu.script_parts import gpu_script, source_of
+
+    shape = list(p["shape"])
+    rank = len(shape)
+    offsets = {1: gluon_probes._offsets_1d, 2: gluon_probes._offsets_2d, 3: gluon_probes._offsets_3d}[rank]
+    probe = gluon_probes.CONVERT_PROBES[rank]
+    ctas = p.get("num_ctas", 1)
+    kind = INT_TYPES[p["elem_bits"]]
+    info = np.iinfo(kind)
+
+    def literal(layout: Mapping[str, Any]) -> str:
+        bases = dict(LinearLayout.from_dict(layout).in_dims)
+        args = [[list(b) for b in bases.get(d, ())] for d in ("register", "lane", "warp", "block")]
+        return f"ttgl.DistributedLinearLayout({', '.join(map(repr, args))}, {shape!r})"
+
+    dims = ", ".join(f"S{i}={s}" for i, s in enumerate(shape))
+    clusters = f", num_ctas={ctas}" if ctas > 1 else ""
+    tile = " x ".join(map(str, shape))
+    return gpu_script(
+        doc=(f"Gluon's convert_layout of a {tile} tensor of {kind} between two distributed linear layouts "
+             f"({p['num_warps']} warp(s){f', a cluster of {ctas} CTAs' if ctas > 1 else ''}): a conversion moves each "
+             "element to the thread the second layout names and must not change it, so the tensor stored from layout B "
+             "equals the one loaded in layout A. The kernel also records each element's holder (its thread) in A and "
+             "in B; only the data is checked here."),
+        kernel=source_of(gluon_probes._tid_like, offsets, probe),
+        layouts=[f"A = {literal(p['a'])}", f"B = {literal(p['b'])}"],
+        launch=['src = on_gpu(inputs["src"])', "dst = torch.zeros_like(src)",
+                "tid_a = torch.full(src.shape, -1, dtype=torch.int32, device=src.device)",
+                "tid_b = torch.full(src.shape, -1, dtype=torch.int32, device=src.device)",
+                f"launch({probe.__name__}, src, dst, tid_a, tid_b, A=A, B=B, {dims}, num_warps={p['num_warps']}{clusters})",
+                'outputs = {"dst": dst.cpu().numpy()}'],
+        inputs=[f"values = np.random.default_rng({index}).integers({info.min}, {info.max}, {int(np.prod(shape))}, "
+                f"dtype=np.{kind})",
+                'return {"src": values}  # row-major: element (i, j, ...) at its row-major offset'],
+        expected=['return {"dst": inputs["src"]}  # convert_layout changes where elements live, never their values'],
+        expected_text=f"dst == src: the {int(np.prod(shape))} {kind} values unchanged by convert_layout")

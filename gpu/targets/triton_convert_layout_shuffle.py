@@ -32,6 +32,11 @@ class TritonConvertLayoutShuffle(TritonConvertLayout):
                 return params
         return params  # rare: validate refuses it, and the runner records why
 
+    def reproducer_script(self, case: Case) -> str | None:
+        """None: its finding may be the forced lowering's (a variant of layoutfuzz's own, no Triton API reaches it);
+        Triton's own lowering of the same case is ``triton.convert_layout``'s script."""
+        return None
+
     def parameter_space(self) -> Space:
         """The convert_layout space, its plan the shuffle one by definition (triton.convert_layout draws the others)."""
         space = super().parameter_space()

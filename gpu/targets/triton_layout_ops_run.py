@@ -143,6 +143,13 @@ class TritonLayoutOpsRun(GluonKernelTarget):
             return {"rejected": without_tensor_types(answer["rejected"])}
         return answer
 
+    def reproducer_script(self, case: Case) -> str | None:
+        """``triton.layout_ops``' kernel written out (``layout_op_kernel``), the layout as its Gluon constructor,
+        launched through Triton's JIT on torch tensors as one cluster of the layout's CTAs; expected: the operation's
+        definition in NumPy (``torch.gather``'s ``take_along_axis``, a sum, a max...) on small integers in float32,
+        exact. Needs a GPU (``gpu.script_parts``)."""
+        return layout_ops_script(case)
+
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
         want, got = np.asarray(expected["output"]), np.asarray(observed["output"])
         wrong = np.flatnonzero(want != got)
@@ -151,3 +158,48 @@ class TritonLayoutOpsRun(GluonKernelTarget):
         shown = tuple(f"[{i}] {want[i]:g} != {got[i]:g}" for i in wrong[:8])
         return Comparison(False, int(wrong.size), shown, f"{case.params['op']}: wrong values",
                           f"{wrong.size} of {want.size} output elements differ from NumPy")
+
+
+# the NumPy lines of each operation's definition, from x [M, N] into out (M * N zeros), as expected_output computes it
+DEFINITIONS = {
+    "sum": ["y = x.sum(AXIS)", "out[:y.size] = y  # the kernel stores the reduced row or column first"],
+    "max": ["y = x.max(AXIS)", "out[:y.size] = y  # the kernel stores the reduced row or column first"],
+    "cumsum": ["out[:] = np.cumsum(x, AXIS).ravel()"],
+    "permute": ["out[:] = x.T.ravel()"],
+    "reshape": ["out[:] = x.ravel()"],
+    "join_split": ["out[:] = (2 * x + 1).ravel()  # split(join(x, x + 1)) summed"],
+    "gather": ["offs = np.arange(M)[:, None] * N + np.arange(N)[None, :]",
+               "index = (offs * 7) % (M if AXIS == 0 else N)  # the kernel's index tensor",
+               "out[:] = np.take_along_axis(x, index, AXIS).ravel()  # torch.gather(x, AXIS, index)"],
+    "broadcast": ["out[:] = (x - x.max(AXIS, keepdims=True)).ravel()"],
+}
+
+
+def layout_ops_script(case: Case) -> str:
+    """``TritonLayoutOpsRun.reproducer_script``."""
+    from layoutfuzz.gpu.script_parts import gpu_script, source_of
+    from layoutfuzz.harness.targets.triton_gluon_layouts import gluon_source
+    from layoutfuzz.harness.triton_compat import gluon_op_kernels
+
+    p = case.params
+    m, n = p["shape"]
+    ctas = p["num_ctas"]
+    clusters = f", num_ctas={ctas}" if ctas > 1 else ""
+    op, axis = p["op"], p["axis"]
+    return gpu_script(
+        doc=(f"Gluon's {op} over axis {axis} of a {m} x {n} float32 tile held in a valid distributed layout "
+             f"({p['layout']['kind']}, {p['num_warps']} warps{f', split over a cluster of {ctas} CTAs' if ctas > 1 else ''}). "
+             "The tile holds small integers, so every result is exact: the output must equal NumPy's "
+             f"{op} bit for bit."),
+        kernel=source_of(gluon_op_kernels.layout_op_kernel),
+        layouts=[f"A = {gluon_source(p['layout'])}"],
+        launch=['src = on_gpu(inputs["src"])', "dst = torch.zeros_like(src)",
+                f'launch(layout_op_kernel, src, dst, M={m}, N={n}, A=A, OP={op!r}, AXIS={axis}, '
+                f'num_warps={p["num_warps"]}{clusters})',
+                'outputs = {"dst": dst.cpu().numpy()}'],
+        inputs=[f"src = np.random.default_rng({case.index}).integers(-4, 5, {m * n}).astype(np.float32)",
+                'return {"src": src}  # the tile, row-major'],
+        expected=[f"M, N, AXIS = {m}, {n}, {axis}", 'x = inputs["src"].reshape(M, N)',
+                  "out = np.zeros(M * N, np.float32)  # what the kernel does not write stays zero",
+                  *DEFINITIONS[op], 'return {"dst": out}'],
+        expected_text=f"dst = NumPy's {op} over axis {axis} of the tile, exactly")

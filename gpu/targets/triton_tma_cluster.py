@@ -272,6 +272,16 @@ class TritonTmaCluster(GluonKernelTarget):
         guarded.check()
         return encoded_maps(compiled.metadata.tensordesc_meta), guarded.tensor.cpu().numpy()
 
+    def reproducer_script(self, case: Case) -> str | None:
+        """The probe written out (``gluon_probes.tma_cluster_probe`` or its store's mirror, with the release shims it
+        calls: the TMA copy's name, a barrier of each CTA's own), the layouts as literals, a ``TensorDescriptor`` over
+        a torch tensor, launched through Triton's JIT as one cluster; expected: the block the coordinates name (zero
+        past the tensor), or for a store the tensor with that block written. Needs a GPU (``gpu.script_parts``).
+        None for the multicast probes (their loads need 3.7.1, whose kernels reach the GPU compiled ahead)."""
+        if self.probe_name not in ("tma_cluster_probe", "tma_cluster_store_probe"):
+            return None
+        return tma_cluster_script(case, store=self.probe_name == "tma_cluster_store_probe")
+
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
         """The tensor map first, then the block element by element: which CTA's part went wrong (by the CTA tile of
         each wrong element), never how many elements."""
@@ -350,3 +360,88 @@ def triton_tma_cluster_space() -> Space:
         Parameter("padded rows", ("no", "yes"), f"{api}: globalStrides, multiples of 16 bytes", lambda p: "yes" if p["row_pad"] else "no"),
         Parameter("num_warps", (1, 2, 4, 8), "Triton: a power of two (this target: up to 8 warps a CTA)", lambda p: p["num_warps"]),
     ), illegal)
+
+
+def tma_cluster_script(case: Case, store: bool) -> str:
+    """``TritonTmaCluster.reproducer_script``: a cluster TMA load (``store``: a store) of case ``case``."""
+    from layoutfuzz.gpu import gluon_probes
+    from layoutfuzz.gpu.script_parts import gpu_script, source_of
+    from layoutfuzz.harness.triton_compat import barriers
+
+    p = case.params
+    e = p["elem_bits"] // 8
+    kind = INT_TYPES[p["elem_bits"]]
+    info = np.iinfo(kind)
+    bases = cga_bases(p["splits"])
+    rows, columns = cta_part(p)
+    vector = min(columns, 16 // e)
+    lanes = min(32, columns // vector)
+    (r0, c0), (b0, b1), (n0, n1) = p["coord"], p["block"], p["global_shape"]
+    ctas = 1 << len(p["splits"])
+    shims = ["# names that differ between releases: the TMA copies (renamed in 3.8.0), a barrier of each CTA's own",
+             "# (mbarrier.allocate_mbarrier from 3.7.1; in 3.6.0 a one-element barrier whose CGA layout gives each CTA one)",
+             'tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared',
+             'tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global',
+             'barrier_of_each_cta = getattr(mbarrier, "allocate_mbarrier", None) or _barrier_of_each_cta_3_6',
+             'publish_barrier_init = getattr(mbarrier, "sync_cluster_init", None) or _nothing']
+    helpers = source_of(barriers._own_layout, barriers._barrier_of_each_cta_3_6, barriers._nothing, gluon_probes._offsets_2d)
+    if store:
+        kernel = helpers + "\n\n" + "\n".join(shims) + "\n\n\n" + source_of(gluon_probes.tma_cluster_store_probe)
+    else:
+        kernel = helpers + "\n\n" + "\n".join(shims) + "\n\n\n" + source_of(gluon_probes._load_over_cluster,
+                                                                        gluon_probes.tma_cluster_probe)
+    layouts = [f"SHARED = ttgl.NVMMASharedLayout({p['swizzle']}, {p['elem_bits']}, 2, cga_layout={bases!r})",
+               f"L = ttgl.BlockedLayout([1, {vector}], [{32 // lanes}, {lanes}], [{p['num_warps']}, 1], [1, 0], "
+               f"cga_layout={bases!r})"]
+    common = (f"BUFFERS={p['buffers']}, SLOT={p['slot']}, COORD={tuple(p['coord'])!r}, L=L, S0={b0}, S1={b1}, "
+              f"num_warps={p['num_warps']}, num_ctas={ctas}")
+    split = ", ".join(p["splits"])
+    setting = (f"a {b0} x {b1} block of {kind} at {p['coord']} of a {n0} x {n1} tensor (rows padded by {p['row_pad']} "
+               f"elements), NVMMA shared layout of swizzle {p['swizzle']} split over a cluster of {ctas} CTAs (CGA bases "
+               f"{bases}: {split}), buffer {p['slot']} of {p['buffers']} in one allocation, {p['num_warps']} warps")
+    tensor_values = (f"np.random.default_rng([{case.seed}, {case.index}]).integers({info.min}, {info.max}, "
+                     f"({n0}, {n1 + p['row_pad']}), dtype=np.{kind}, endpoint=True)")
+    if store:
+        return gpu_script(
+            doc=(f"A Gluon TMA store over a cluster: {setting}. Each CTA writes its part of the block into the buffer "
+                 "and TMA-stores it; the tensor must then hold the block where the block lies inside it and keep every "
+                 "other byte (the TMA unit writes the whole 16-byte granule that holds the innermost bound: that much "
+                 "past the bound is the hardware's, see triton-lang/triton#11583)."),
+            child_imports=("from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma\n"
+                           "from triton.experimental.gluon.nvidia.hopper import TensorDescriptor"),
+            kernel=kernel, layouts=layouts,
+            launch=['tensor = on_gpu(inputs["before"])', 'src = on_gpu(inputs["block"])',
+                    f"desc = TensorDescriptor(tensor, [{n0}, {n1}], list(tensor.stride()), [{b0}, {b1}], SHARED)",
+                    f"launch(tma_cluster_store_probe, desc, src, {common})",
+                    'outputs = {"tensor": tensor.cpu().numpy()}'],
+            inputs=[f"block = np.random.default_rng([{case.seed}, {case.index}, 1]).integers({info.min}, {info.max}, "
+                    f"({b0}, {b1}), dtype=np.{kind}, endpoint=True)",
+                    f"before = np.full(({n0}, {(n1 + p['row_pad']) * e}), 0x5A, np.uint8).view(np.{kind})"
+                    "  # every byte 0x5A",
+                    'return {"block": block, "before": before}'],
+            expected=['tensor = inputs["before"].copy()',
+                      f"reach = -(-{n1} * {e} // 16) * 16 // {e}  # the 16-byte granule holding the innermost bound",
+                      f"r1, c1 = min({n0}, {r0} + {b0}), min(reach, {c0} + {b1})",
+                      f'tensor[{r0}:r1, {c0}:c1] = inputs["block"][:r1 - {r0}, :c1 - {c0}]',
+                      'return {"tensor": tensor}'],
+            expected_text=f"the tensor holds the {b0} x {b1} block at {p['coord']} (clipped to the tensor) and nothing else")
+    before = int.from_bytes(b"\x5a" * e, "little", signed=True)
+    return gpu_script(
+        doc=(f"A Gluon TMA load over a cluster: {setting}. Each CTA loads its part of the block on its own barrier and "
+             "reads it back in a blocked layout of the same split; the block stored row-major must be the tensor's "
+             "elements at the coordinates (zero past the tensor's bounds: padding=\"zero\")."),
+        child_imports=("from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma\n"
+                       "from triton.experimental.gluon.nvidia.hopper import TensorDescriptor"),
+        kernel=kernel, layouts=layouts,
+        launch=['tensor = on_gpu(inputs["tensor"])', 'block = on_gpu(inputs["before"])',
+                f"desc = TensorDescriptor(tensor, [{n0}, {n1}], list(tensor.stride()), [{b0}, {b1}], SHARED)",
+                f"launch(tma_cluster_probe, desc, block, {common}, BYTES={rows * columns * e})",
+                'outputs = {"block": block.cpu().numpy()}'],
+        inputs=[f"tensor = {tensor_values}",
+                f"before = np.full(({b0}, {b1}), {before}, np.{kind})  # bytes 0x5A: not written by the load",
+                'return {"tensor": tensor, "before": before}'],
+        expected=[f"block = np.zeros(({b0}, {b1}), np.{kind})  # zero past the tensor's bounds",
+                  f"inside = inputs[\"tensor\"][{r0}:min({n0}, {r0 + b0}), {c0}:min({n1}, {c0 + b1})]",
+                  "block[:inside.shape[0], :inside.shape[1]] = inside",
+                  'return {"block": block}'],
+        expected_text=f"the {b0} x {b1} block at {p['coord']} of the tensor, zero past its bounds")

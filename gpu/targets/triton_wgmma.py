@@ -230,6 +230,14 @@ class TritonWgmma(GluonKernelTarget):
         guarded[-1].check()
         return guarded[-1].tensor.cpu().view(getattr(torch, f"int{d.dtype.itemsize * 8}")).numpy().view(d.dtype)
 
+    def reproducer_script(self, case: Case) -> str | None:
+        """The probe written out (``gluon_probes.wgmma_probe`` and its helpers: each shared operand between guard
+        buffers of poison), its layouts and types as literals, launched through Triton's JIT on torch tensors of the
+        storage types; expected: A @ B (+ C) of the small integers, exact in every type and accumulator (the target's
+        own comparison). A refusal is the finding, except for an unswizzled operand, which releases before 3.8.0 do
+        not lower (exit 2 there). Needs a GPU (``gpu.script_parts``)."""
+        return wgmma_script(case)
+
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
         """The products element by element; a NaN among them (a float MMA that read an operand's guard zone) is its own
         root cause."""
@@ -248,6 +256,57 @@ class TritonWgmma(GluonKernelTarget):
         unswizzled = ":unswizzled operand" if 0 in (case.params["a_swizzle"], case.params["b_swizzle"]) else ""
         return Comparison(False, int(bad.size), lines, f"wrong-products:{'all' if bad.size == want.size else 'some'}{unswizzled}",
                           f"{bad.size} of {want.size} products wrong, in {rows} rows and {cols} columns")
+
+
+def wgmma_script(case: Case) -> str:
+    """``TritonWgmma.reproducer_script``."""
+    from layoutfuzz.gpu import gluon_probes
+    from layoutfuzz.gpu.script_parts import gpu_script, source_of
+
+    p = case.params
+    bits = MMA_BITS[p["mma"]]
+    mma = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "e4m3": "float8e4nv", "e5m2": "float8e5",
+           "i8": "int8"}[p["mma"]]
+    rounding = "rtne" if p["mma"] not in ("tf32", "i8") else None
+    layouts = [f"MMA = ttgl.{mma}",
+               f"ACC = ttgl.NVMMADistributedLayout([3, 0], {list(p['warps_per_cta'])!r}, [16, {p['instr_n']}, {256 // bits}])",
+               f"LOAD = ttgl.BlockedLayout([1, 4], [4, 8], [{p['num_warps']}, 1], [1, 0])",
+               f"A_SMEM = ttgl.NVMMASharedLayout({p['a_swizzle']}, {bits}, 2)",
+               f"B_SMEM = ttgl.NVMMASharedLayout({p['b_swizzle']}, {bits}, 2)",
+               f"POISON_INT = ttgl.int{bits}"]
+    flags = (f"M={p['M']}, N={p['N']}, K={p['K']}, MMA=MMA, ROUND={rounding!r}, ACC=ACC, LOAD=LOAD, A_SMEM=A_SMEM, "
+             f"B_SMEM=B_SMEM, A_IN_REGS={p['a_in_regs']}, K_WIDTH={32 // bits}, A_MN_MAJOR={p['a_mn_major']}, "
+             f"B_K_MAJOR={p['b_k_major']}, USE_ACC={p['use_acc']}, POISON={poison(p['mma'])}, POISON_INT=POISON_INT, "
+             f"num_warps={p['num_warps']}")
+    torch_type = {k: f"torch.{v[0]}" for k, v in STORAGE.items()}
+    unswizzled = 0 in (p["a_swizzle"], p["b_swizzle"])
+    where_a = "registers" if p["a_in_regs"] else f"shared memory ({'MN' if p['a_mn_major'] else 'K'}-major, swizzle {p['a_swizzle']})"
+    return gpu_script(
+        doc=(f"Gluon's warpgroup_mma (D = A @ B{' + C' if p['use_acc'] else ''}, M x N x K = {p['M']} x {p['N']} x "
+             f"{p['K']}) in {p['mma']} with a {p['acc']} accumulator, instruction N = {p['instr_n']}, warps "
+             f"{p['warps_per_cta']}: A ({p['a_dtype']} in memory) from {where_a}, B ({p['b_dtype']}) from shared memory "
+             f"({'K' if p['b_k_major'] else 'MN'}-major, swizzle {p['b_swizzle']}); each shared operand sits between two "
+             "buffers of poison (a NaN or a large integer), so an MMA that reads past it shows. The operands are small "
+             "integers (|a|, |b| <= 4, |c| <= 16), exact in every type, so D must equal the integer product exactly."),
+        child_imports="from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma",
+        kernel=source_of(gluon_probes._offsets_2d, gluon_probes._to_mma, gluon_probes._guarded_operand,
+                         gluon_probes.wgmma_probe),
+        layouts=layouts,
+        launch=[f'a = on_gpu(inputs["a"], {torch_type[p["a_dtype"]]})', f'b = on_gpu(inputs["b"], {torch_type[p["b_dtype"]]})',
+                f'c = on_gpu(inputs["c"], {torch_type[p["acc"]]})', "d = torch.zeros_like(c)",
+                f"launch(wgmma_probe, a, b, c, d, {flags})",
+                'outputs = {"d": d.to(torch.float64).cpu().numpy()}'],
+        inputs=[f"rng = np.random.default_rng([{case.seed}, {case.index}])",
+                f"a = rng.integers(-{VALUE_RANGE}, {VALUE_RANGE + 1}, ({p['M']}, {p['K']})).astype(np.float32)",
+                f"b = rng.integers(-{VALUE_RANGE}, {VALUE_RANGE + 1}, ({p['K']}, {p['N']})).astype(np.float32)",
+                f"c = rng.integers(-16, 17, ({p['M']}, {p['N']})).astype(np.float32)",
+                'return {"a": a, "b": b, "c": c}'],
+        expected=['a, b, c = (inputs[k].astype(np.int64) for k in "abc")',
+                  f'return {{"d": a @ b{" + c" if p["use_acc"] else ""}}}  # exact: small integers'],
+        expected_text=f"D = A @ B{' + C' if p['use_acc'] else ''} exactly ({p['M']} x {p['N']} integer products)",
+        refusal_exit=2 if unswizzled else 1,
+        refusal_note=(" (releases before 3.8.0 do not lower warpgroup_mma from an unswizzled operand: the products "
+                      "cannot be checked here)") if unswizzled else "")
 
 
 def triton_wgmma_space() -> Space:

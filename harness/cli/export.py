@@ -22,6 +22,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     finding = resolve(args.finding, Path(args.out), Path(args.known))
     folder, run = export(finding, Path(args.to))
     verdict = {0: "the problem does not show here", 1: "reproduced", 2: "this release cannot express the case"}
+    if run.returncode == 2 and "observed: cannot run here" in run.output:  # a GPU script without its GPU, say
+        verdict[2] = run.output.split("observed: ", 1)[1].splitlines()[0][:120]
     print(f"{folder}: repro.py (exit {run.returncode}: {verdict.get(run.returncode, 'see ISSUE.md')}) and ISSUE.md")
     return 0
 

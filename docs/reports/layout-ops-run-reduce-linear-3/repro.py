@@ -1,0 +1,202 @@
+"""Gluon's max over axis 0 of a 32 x 2 float32 tile held in a valid distributed layout (distributed_linear, 4 warps). The tile holds small integers, so every result is exact: the output must equal NumPy's max bit for bit.
+
+Needs Triton, torch, NumPy and a CUDA GPU of compute capability 9.0 (Hopper). Exits 1 while the problem shows, 0 once it is gone, 2 where it cannot run here."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+NEEDS_CUDA_CAPABILITY = (9, 0)  # Hopper (sm_90a)
+TIMEOUT_S = 300  # one tile: seconds to compile and run; past this the kernel hangs
+REFUSAL = 1  # the exit code where Triton refuses to compile the kernel
+REFUSAL_NOTE = ''
+EXPECTED = "dst = NumPy's max over axis 0 of the tile, exactly"
+
+CHILD = r'''
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+
+def answer(**said):
+    # what the kernel did, one line for the parent; then out at once (after a device fault no teardown may hang)
+    print("ANSWER", json.dumps(said), flush=True)
+    sys.stderr.flush()
+    os._exit(0)
+
+
+try:
+    import torch
+    import triton
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as ttgl
+except ImportError as exc:
+    answer(no_gpu=f"{exc}")
+if not torch.cuda.is_available() or torch.cuda.get_device_capability() < NEEDS:
+    answer(no_gpu=f"no CUDA GPU of compute capability {NEEDS[0]}.{NEEDS[1]} here")
+FAULT = re.compile(r"CUDA error|CUDA_ERROR|\[CUDA\]|illegal (memory access|instruction|address)|misaligned address")
+
+
+def launch(kernel, *args, **kwargs):
+    # kernel[(1,)](...) through Triton's JIT (it compiles first: an error there is a refusal), then a synchronize
+    try:
+        kernel[(1,)](*args, **kwargs)
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()] or [type(exc).__name__]
+        if FAULT.search(text):
+            answer(fault=lines[-1][:300])
+        answer(refused=f"{type(exc).__name__}: {lines[-1][:300]}")
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:
+        answer(fault=(str(exc).strip().splitlines() or [type(exc).__name__])[0][:300])
+
+
+def on_gpu(array, dtype=None):
+    # a NumPy array as a contiguous torch tensor on the GPU (converted to ``dtype`` there, where given)
+    tensor = torch.from_numpy(np.ascontiguousarray(array)).cuda()
+    return tensor if dtype is None else tensor.to(dtype)
+
+
+
+@gluon.jit
+def layout_op_kernel(src, dst, M: ttgl.constexpr, N: ttgl.constexpr, A: ttgl.constexpr, OP: ttgl.constexpr,
+                     AXIS: ttgl.constexpr):
+    rows = ttgl.arange(0, M, layout=ttgl.SliceLayout(1, A))
+    cols = ttgl.arange(0, N, layout=ttgl.SliceLayout(0, A))
+    offs = rows[:, None] * N + cols[None, :]
+    x = ttgl.load(src + offs)
+    if OP == "sum":
+        y = ttgl.sum(x, AXIS)
+        if AXIS == 0:
+            ttgl.store(dst + cols, y)
+        else:
+            ttgl.store(dst + rows, y)
+    elif OP == "max":
+        y = ttgl.max(x, AXIS)
+        if AXIS == 0:
+            ttgl.store(dst + cols, y)
+        else:
+            ttgl.store(dst + rows, y)
+    elif OP == "cumsum":
+        ttgl.store(dst + offs, ttgl.cumsum(x, AXIS))
+    elif OP == "permute":
+        t = ttgl.permute(x, (1, 0))
+        T: ttgl.constexpr = t.type.layout
+        t_rows = ttgl.arange(0, N, layout=ttgl.SliceLayout(1, T))
+        t_cols = ttgl.arange(0, M, layout=ttgl.SliceLayout(0, T))
+        ttgl.store(dst + t_rows[:, None] * M + t_cols[None, :], t)
+    elif OP == "reshape":
+        flat = ttgl.reshape(x, [M * N])
+        F: ttgl.constexpr = flat.type.layout
+        ttgl.store(dst + ttgl.arange(0, M * N, layout=F), flat)
+    elif OP == "join_split":
+        a, b = ttgl.split(ttgl.join(x, x + 1))
+        ttgl.store(dst + offs, ttgl.convert_layout(a + b, A))
+    elif OP == "gather":
+        index = (offs * 7) % (M if AXIS == 0 else N)
+        ttgl.store(dst + offs, ttgl.gather(x, index, AXIS))
+    else:  # broadcast: a reduction expanded back and broadcast against its operand
+        ttgl.store(dst + offs, x - ttgl.expand_dims(ttgl.max(x, AXIS), AXIS))
+
+
+inputs = dict(np.load(os.path.join(sys.argv[1], "inputs.npz")))
+try:
+    A = ttgl.DistributedLinearLayout(block_bases=[], lane_bases=[[0, 0], [8, 0], [0, 1], [2, 0], [1, 0]], reg_bases=[[0, 0]], shape=[32, 2], warp_bases=[[4, 0], [16, 0]])
+except (TypeError, AttributeError) as exc:  # a class or argument this release lacks
+    answer(unavailable=f"{type(exc).__name__}: {exc}")
+src = on_gpu(inputs["src"])
+dst = torch.zeros_like(src)
+launch(layout_op_kernel, src, dst, M=32, N=2, A=A, OP='max', AXIS=0, num_warps=4)
+outputs = {"dst": dst.cpu().numpy()}
+np.savez(os.path.join(sys.argv[1], "outputs.npz"), **outputs)
+answer(done=True)
+'''
+
+
+def make_inputs():
+    src = np.random.default_rng(69).integers(-4, 5, 64).astype(np.float32)
+    return {"src": src}  # the tile, row-major
+
+
+def expected(inputs):
+    M, N, AXIS = 32, 2, 0
+    x = inputs["src"].reshape(M, N)
+    out = np.zeros(M * N, np.float32)  # what the kernel does not write stays zero
+    y = x.max(AXIS)
+    out[:y.size] = y  # the kernel stores the reduced row or column first
+    return {"dst": out}
+
+
+def finish(observed, code):
+    print("observed:", observed)
+    sys.exit(code)
+
+
+def main():
+    inputs = make_inputs()
+    want = expected(inputs)
+    print("triton", triton_version(), "| torch", torch_version())
+    print("expected:", EXPECTED)
+    folder = tempfile.mkdtemp()
+    np.savez(os.path.join(folder, "inputs.npz"), **inputs)
+    child_file = os.path.join(folder, "kernel.py")  # a file: Gluon reads a kernel's source
+    with open(child_file, "w") as file:
+        file.write(f"NEEDS = {NEEDS_CUDA_CAPABILITY!r}\n" + CHILD)
+    fresh = {**os.environ, "TRITON_ALWAYS_COMPILE": "1", "TRITON_CACHE_DIR": tempfile.mkdtemp()}  # compile each run
+    try:
+        child = subprocess.run([sys.executable, child_file, folder], capture_output=True, text=True, env=fresh,
+                               timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        finish(f"no answer in {TIMEOUT_S} s (the kernel hangs, or Triton compiles it for minutes)", 1)
+    line = next((x[len("ANSWER "):] for x in child.stdout.splitlines() if x.startswith("ANSWER ")), None)
+    said = json.loads(line) if line else {}
+    tail = [x for x in child.stderr.strip().splitlines() if x.strip()] or [""]
+    why = next((x for x in tail if "ssert" in x or "ERROR" in x or "error:" in x), tail[-1]).strip()[:300]
+    if line is None:
+        died = child.returncode < 0 or child.returncode > 128
+        finish(f"the process died (rc {child.returncode}): {why}" if died else f"cannot run here: {why}", 1 if died else 2)
+    if "no_gpu" in said:
+        finish(f"cannot run here: {said['no_gpu']}", 2)
+    if "unavailable" in said:
+        finish(f"this release lacks what the case needs: {said['unavailable']}", 2)
+    if "fault" in said:
+        finish(f"the kernel faulted: {said['fault']}", 1)
+    if "refused" in said:
+        finish(f"Triton refused the kernel{REFUSAL_NOTE if REFUSAL == 2 else ''}: {said['refused']}"
+               + (f" ({why})" if why and why not in said["refused"] else ""), REFUSAL)
+    got = dict(np.load(os.path.join(folder, "outputs.npz")))
+    wrong = []
+    for name, values in want.items():
+        w, g = np.asarray(values, np.float64).ravel(), np.asarray(got[name], np.float64).ravel()
+        bad = np.flatnonzero(~((w == g) | (np.isnan(w) & np.isnan(g))))
+        if bad.size:
+            shown = ", ".join(f"{name}{[int(k) for k in np.unravel_index(i, np.shape(values))]} = {g[i]:g} (expected {w[i]:g})"
+                              for i in bad[:6])
+            wrong.append(f"{bad.size} of {w.size} elements of {name} wrong: {shown}")
+    finish("; ".join(wrong) if wrong else "as expected", 1 if wrong else 0)
+
+
+def triton_version():
+    try:
+        return __import__("triton").__version__
+    except ImportError:
+        return "(not installed)"
+
+
+def torch_version():
+    try:
+        return __import__("torch").__version__
+    except ImportError:
+        return "(not installed)"
+
+
+if __name__ == "__main__":
+    main()
