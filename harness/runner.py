@@ -219,8 +219,10 @@ class Runner:
     def _lost(self, batch: Batch, k: int, outcome: Outcome, detail: str, elapsed: float) -> Result:
         """The result of a case whose worker gave none (it crashed, hung or failed): its case and family as the
         worker makes them (``cases_of``), here in the parent."""
-        _, case, family, _ = next(cases_of(registry.load(batch.spec), batch.seed, batch.part([k]).payload()))
-        return Result(case, batch.families[k] or family, outcome, detail, duration_s=elapsed)
+        target = registry.load(batch.spec)
+        _, case, family, _ = next(cases_of(target, batch.seed, batch.part([k]).payload()))
+        cause = target.timeout_cause(case) if outcome is Outcome.TIMEOUT else ""
+        return Result(case, batch.families[k] or family, outcome, detail, signature=cause, duration_s=elapsed)
 
     def _results(self, batch: Batch, progress: Progress) -> list[Result]:
         """The results a progress file holds, in batch order; the cases the worker made are read back all at once.

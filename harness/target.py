@@ -91,6 +91,11 @@ class Target:
         """The group this case is counted in by the pass-rate tables."""
         return "all"
 
+    def timeout_cause(self, case: Case) -> str:
+        """What a case that ran out of time was doing, where a target's operations differ in cost so much that two
+        slow ones are two root causes (a timeout's signature is then "timeout: <this>"); "" for one root cause."""
+        return ""
+
     def parameter_space(self) -> Space | None:
         """Every parameter ``generate`` draws, with its legal range (``layoutfuzz coverage``); None: not declared."""
         return None

@@ -122,8 +122,8 @@ def root_cause(result: Result) -> str:
     """The signature that decides a result's bucket."""
     if result.outcome is Outcome.CRASH:
         return crash_signature(result.detail)
-    if result.outcome is Outcome.TIMEOUT:
-        return "timeout"
+    if result.outcome is Outcome.TIMEOUT:  # what it was doing, where its target tells slow operations apart
+        return f"timeout: {result.signature}" if result.signature else "timeout"
     if result.outcome is Outcome.ERROR:  # a harness bug: its exception and where it was raised
         error = first_error(result.detail) or "no message"
         phase = re.search(r"exception (in [\w' ]+|generating the case)", result.detail or "")

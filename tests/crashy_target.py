@@ -152,3 +152,12 @@ class LlvmFatalTarget(Target):
             os.write(2, b"LLVM ERROR: Invalid basis 2 for in-dim 'lane' and out-dim 'dim1'.\n")
             os.write(2, b"".join(b"  frame %d of a long dump\n" % i for i in range(60)))
             os.abort()
+
+
+class NamedHangTarget(CrashyTarget):
+    """CrashyTarget whose timeouts name what the case was doing: its family."""
+
+    name = "test.named_hang"
+
+    def timeout_cause(self, case):
+        return f"spinning in {self.family(case)}"

@@ -225,3 +225,12 @@ def test_an_operation_missing_in_a_called_function_is_found_through_the_exceptio
     except RuntimeError as outer:
         chain = _causes(outer)
     assert not MISSING_OP.search(str(chain[0])) and any(MISSING_OP.search(str(e)) for e in chain)
+
+
+def test_a_timeout_is_signed_with_its_operation():
+    # a gather's compile time and a histogram's are two root causes (two ledger entries)
+    from layoutfuzz.harness import registry
+
+    target = registry.load("triton.layout_ops")
+    for op in ("gather", "histogram"):
+        assert target.timeout_cause(Case("triton.layout_ops", 0, 0, {"op": op})) == op

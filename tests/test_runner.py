@@ -321,3 +321,17 @@ def test_a_gpu_worker_s_start_up_thread_fails_quietly(monkeypatch, capfd):
         if thread.name == "CUDA context":
             thread.join(10)
     assert escaped == [] and capfd.readouterr().err == ""
+
+
+def test_a_timeout_is_signed_with_what_its_target_says_it_was_doing():
+    from layoutfuzz.reports.signatures import root_cause
+    from tests.crashy_target import NamedHangTarget
+
+    results = []
+    run_cases([share("tests.crashy_target:NamedHangTarget", NamedHangTarget(), 3, [3])], results.extend, jobs=1,
+              timeout_s=2)
+    assert [r.outcome for r in results] == [Outcome.TIMEOUT]
+    assert root_cause(results[0]) == "timeout: spinning in hang"
+    results = []
+    run_cases([share(SPEC, CrashyTarget(), 3, [3])], results.extend, jobs=1, timeout_s=2)
+    assert root_cause(results[0]) == "timeout"  # a target that names nothing: one root cause

@@ -78,6 +78,10 @@ class TritonLayoutOps(GluonTarget):
         p = case.params
         return f"{p['op']}:{p['layout']['kind']}" + (":rank3" if len(p["shape"]) == 3 else "")
 
+    def timeout_cause(self, case: Case) -> str:
+        """The operation: a gather's compile time and a histogram's are two root causes."""
+        return str(case.params.get("op", ""))
+
     def parameter_space(self) -> Space:
         """Operations, axes, layout kinds, CTA counts, and the edges each campaign must draw."""
         api = "Gluon's layout-sensitive operations (triton/experimental/gluon/language/_core.py, triton/language/standard.py)"
