@@ -52,10 +52,12 @@ def test_the_written_shared_probe_is_the_frontends_for_every_kind_of_shared_layo
 
     target = TritonSharedMemory()
     for kind in ("swizzled_shared", "nvmma_shared", "linear"):
-        cases = _cases(target, 3, lambda p, k=kind: p["kind"] == k)
+        cases = _cases(target, 3, lambda p, k=kind: p["kind"] == k and 1 not in p["shape"])
         same = Case(target.name, 41, 0, {**cases[0].params, "b": cases[0].params["a"]})  # B's offsets are A's
         for case in [*cases, same]:
             assert canonical(target.direct_ttgir(case)) == canonical(_frontend_ttgir(target, case)), case.params
+    thin = _cases(target, 1, lambda p: 1 in p["shape"])[0]
+    assert target.direct_ttgir(thin) is None  # a size-1 dim: through the front end
 
 
 @pytest.mark.parametrize("rank", [1, 2, 3])
@@ -151,7 +153,7 @@ def test_single_threaded_mlir_gives_the_same_llvm_ir_and_ptx(tmp_path, monkeypat
 
     source = tmp_path / "probe.ttgir"
     for target in (TritonConvertLayout(), TritonSharedMemory()):
-        for case in _cases(target, 3):
+        for case in _cases(target, 3, lambda p: 1 not in p["shape"]):  # modules the harness writes
             spec = target.kernel_spec(case)
             source.write_text(target.direct_ttgir(case, spec))
             stages = []
@@ -175,3 +177,22 @@ def test_campaign_compiles_keep_a_users_mlir_threading(monkeypatch):
     monkeypatch.setenv("MLIR_DISABLE_MULTITHREADING", "0")
     single_threaded_mlir()
     assert os.environ["MLIR_DISABLE_MULTITHREADING"] == "0"
+
+
+def test_a_gluon_constructor_refusing_a_layout_is_the_front_ends_answer_not_a_harness_error():
+    # one element: Gluon's SharedLinearLayout refuses empty offset bases (a known Triton root cause), the case is valid
+    pytest.importorskip("triton.experimental.gluon", reason="needs Triton with Gluon")
+    from layoutfuzz.generators.case import Case
+    from layoutfuzz.harness import registry
+
+    target = registry.load("triton.shared_memory")
+    zeros = [[0, 0]] * 5
+    layout = {"bases": [["register", []], ["lane", zeros], ["warp", []]], "out_dims": [["dim0", 1], ["dim1", 1]]}
+    case = Case(target.name, 0, 0, {"kind": "linear", "shape": [1, 1], "num_warps": 1, "elem_bits": 32, "a": layout,
+                                    "b": layout, "offset_bases": []})
+    target.validate(case)
+    kernel = target.compile(case)
+    assert "SharedLinearLayout offset_bases must not be empty" in kernel.rejected
+    broken = Case(target.name, 0, 0, {k: v for k, v in case.params.items() if k != "offset_bases"})
+    with pytest.raises(KeyError):  # an error of the harness's own code stays one
+        target.compile(broken)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -132,6 +133,16 @@ class GluonKernelTarget(GpuTarget):
         """The kernel case ``case`` runs (needs Triton)."""
         raise NotImplementedError
 
+    def front_end_spec(self, case: Case) -> KernelSpec:
+        """``kernel_spec``, where Gluon's own constructors refusing the case's layouts (an exception raised inside
+        Triton) is the front end's answer: ``Rejected``, as a compiler's refusal is."""
+        try:
+            return self.kernel_spec(case)
+        except Exception as exc:
+            if not raised_in_triton(exc):
+                raise
+            raise Rejected(compile_error(exc, "")) from exc
+
     def compile(self, case: Case, variant: str = "") -> CompiledKernel:
         """The case's kernel compiled for sm_90a by this process's Triton, on any machine, in its own
         lowering or the lowering ``variant`` (``harness.triton_compat.lowering``), or the compiler's
@@ -141,7 +152,10 @@ class GluonKernelTarget(GpuTarget):
         from layoutfuzz.harness.triton_compat.lowering import recompile
 
         single_threaded_mlir()
-        spec = self.kernel_spec(case)
+        try:
+            spec = self.front_end_spec(case)
+        except Rejected as exc:
+            return CompiledKernel("?", triton.__version__, rejected=str(exc))
         written = self.direct_ttgir(case, spec)
         first = _written_compile(spec, written)  # outside the capture: a failed attempt's diagnostics are not the answer
         diagnostics: list[str] = []
@@ -194,7 +208,7 @@ class GluonKernelTarget(GpuTarget):
         """Runs the case's kernel (``kernel``, else ``kernel_for``'s) once on ``buffers`` (its pointer arguments)."""
         kernel = kernel or self.kernel_for(case, variant)
         if kernel is None:
-            spec = self.kernel_spec(case)
+            spec = self.front_end_spec(case)
             clusters = {"num_ctas": spec.num_ctas} if spec.num_ctas > 1 else {}
             self.launch(spec.kernel, *buffers, **spec.constexprs, num_warps=spec.num_warps, **clusters)
             return
@@ -255,6 +269,12 @@ def _written_compile(spec: KernelSpec, written: str | None) -> Any:
         return compile_ttgir(written, spec.kernel.__name__, spec.num_warps, spec.num_ctas)
     except Exception:
         return None
+
+
+def raised_in_triton(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside the triton package (its innermost frame)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and f"{os.sep}triton{os.sep}" in frames[-1].filename
 
 
 def compile_for_sm90(kernel: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], num_warps: int,
