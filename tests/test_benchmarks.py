@@ -60,3 +60,22 @@ def test_campaign_throughput_on_a_fresh_machine_times_the_builds_apart_and_survi
     assert float(never["one-off builds s"]) >= 6 and float(never["run cases/s"]) == 0, never
     assert float(never["in-process cases/s (1 core)"]) == 0, never
     assert never["note"].startswith("`run` recorded no case within its 2 s budget (the one-off builds before it took"), never
+
+
+def test_new_root_causes_counts_bugs_whose_signatures_the_earlier_ledger_never_held():
+    spec = importlib.util.spec_from_file_location("new_root_causes", ROOT / "benchmarks" / "new_root_causes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def entry(signature, variants="", status="unreported", attribution="system under test", target="cute.layouts"):
+        return {"target": target, "outcome": "diverge", "signature": signature, "variants": variants, "status": status,
+                "attribution": attribution, "title": signature}
+
+    before = [entry("a"), entry("b")]
+    now = [entry("a", "c"),  # an old one that took a variant since: not new
+           entry("d", "b"),  # merged with an old one as its variant: not new
+           entry("e"), entry("f", status="expected behaviour"), entry("g", attribution="harness"),
+           entry("h", target="mosaic.transfers", status="fixed upstream")]
+    table = module.new_root_causes(before, now)
+    assert list(table["title"]) == ["e", "h"]
+    assert list(table["system"]) == ["CuTe DSL", "Mosaic GPU"]
