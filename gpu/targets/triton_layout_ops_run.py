@@ -1,9 +1,13 @@
 """Target ``triton.layout_ops_run``: ``triton.layout_ops``'s kernels run on the GPU, their values against NumPy.
 
-The same cases as the CPU target (one layout-sensitive operation on an M x N tile in a valid distributed layout,
-CGA layouts of 1 to 8 CTAs launched as one cluster), but only where Triton documents the operation's lowering for
-the layout (``oracles.gluon_layouts.op_precondition``). The tile holds small integers in float32, so every sum,
-scan and difference is exact: the expected buffer is NumPy's answer bit for bit, and a wrong value is the lowering's.
+The same cases as the CPU target (one layout-sensitive operation on an M x N or M x N x K tile in a valid distributed
+layout, CGA layouts of 1 to 8 CTAs launched as one cluster; scans and reductions with a user-written combine, forward
+and reversed; histograms of 1-D tensors), but only where Triton documents the operation's lowering for the layout
+(``oracles.gluon_layouts.op_precondition``: scans of blocked layouts not split across CTAs along the scanned axis, a
+power-of-two bin count). The tile holds small integers in float32, so every sum, scan, maximum and (value, index)
+pair is exact: the expected buffer is NumPy's answer bit for bit, and a wrong value is the lowering's. A histogram
+counts int32 values drawn in [0, bins) (Triton documents bins of width 1 from 0, and nothing for values outside them),
+the kernel's last value masked off.
 """
 
 from __future__ import annotations
@@ -22,15 +26,62 @@ from layoutfuzz.gpu.device_arrays import device_input, device_output
 from layoutfuzz.gpu.targets.gluon_kernel import PREBUILT_NEEDS, PREBUILT_PRELOAD, GluonKernelTarget, KernelSpec
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Unsupported
+from layoutfuzz.harness.targets.triton_layout_ops import _illegal as compile_illegal
+from layoutfuzz.harness.targets.triton_layout_ops import kernel_call
 from layoutfuzz.harness.triton_compat.gluon_layouts import MISSING_OP, without_tensor_types
 from layoutfuzz.oracles import gluon_layouts as oracle
 
-RUN_OPS = gluon_ops.OPS
+RUN_OPS = gluon_ops.ALL_OPS
+USER_SCANS = ("scan_max", "scan_pair")  # the scans that take ``reverse``
+# ttgl.permute's order for each (rank, axis): a rank-2 tile is transposed; a rank-3 one moves AXIS (apply_op's choice)
+PERMUTATIONS = {(2, 0): (1, 0), (2, 1): (1, 0), (3, 0): (1, 2, 0), (3, 1): (2, 0, 1), (3, 2): (0, 2, 1)}
+FALLBACK_HISTOGRAM = {"op": "histogram", "axis": 0, "shape": [256], "bins": 32, "num_warps": 4, "edge": False,
+                      "layout": {"kind": "blocked", "size_per_thread": [1], "threads_per_warp": [32],
+                                 "warps_per_cta": [4], "order": [0], "cga_layout": []}}
+FALLBACK_HISTOGRAM["dst_layout"] = FALLBACK_HISTOGRAM["layout"]
 
 
-def runnable(layout: Mapping[str, Any], shape: list[int], op: str = "", axis: int = 0) -> bool:
+def valid(layout: Mapping[str, Any], shape: list[int]) -> bool:
+    """A layout the operations may be given: every documented precondition of its linear layout holds."""
+    return oracle.precondition(dict(layout), shape) is None
+
+
+def runnable(layout: Mapping[str, Any], shape: list[int], op: str = "", axis: int = 0, bins: int | None = None) -> bool:
     """A valid layout whose operation Triton documents a lowering for."""
-    return oracle.precondition(dict(layout), shape) is None and oracle.op_precondition(op, axis, dict(layout)) is None
+    return valid(layout, shape) and oracle.op_precondition(op, axis, dict(layout), bins) is None
+
+
+def why_not(p: Mapping[str, Any]) -> str | None:
+    """Why ``p`` is not a case of this target (the validator's answer), or None."""
+    op, shape = p.get("op"), p.get("shape")
+    if op not in RUN_OPS:
+        return f"params need 'op', one of {list(RUN_OPS)}"
+    ranks = (1,) if op == "histogram" else (2, 3)
+    if not isinstance(shape, list) or len(shape) not in ranks or not all(isinstance(d, int) and d > 0 for d in shape):
+        return "params need 'shape': [M] for a histogram, [M, N] or [M, N, K] for any other op"
+    if p.get("axis") not in range(len(shape)) or isinstance(p.get("axis"), bool):
+        return "params need 'axis', a dim of the shape"
+    if ("reverse" in p) != (op in USER_SCANS) or p.get("reverse") not in (None, False, True):
+        return "a scan with a user-written combine, and it alone, takes 'reverse' (a bool)"
+    layout = p.get("layout")
+    if not isinstance(layout, Mapping) or layout.get("kind") not in gluon_ops.KINDS:
+        return f"params need 'layout', a distributed Gluon layout of a kind in {list(gluon_ops.KINDS)}"
+    bins = p.get("bins")
+    if op == "histogram":
+        if bins not in gluon_ops.BINS or isinstance(bins, bool):
+            return f"a histogram needs 'bins', one of {list(gluon_ops.BINS)} (a count not a power of two is refused)"
+        dst = p.get("dst_layout")
+        if not isinstance(dst, Mapping) or dst.get("kind") not in gluon_ops.KINDS_1D:
+            return f"a histogram needs 'dst_layout', a 1-D layout of a kind in {list(gluon_ops.KINDS_1D)}"
+        if not valid(dst, [bins]) or len(oracle.cga_bases(dict(dst))) != len(oracle.cga_bases(dict(layout))):
+            return "the histogram's layout breaks a precondition or spans other CTAs than the input's"
+    elif "bins" in p or "dst_layout" in p:
+        return "only a histogram takes 'bins' and 'dst_layout'"
+    if not runnable(layout, shape, op, p["axis"], bins):
+        return "the layout must be valid for the shape and the operation lowered for it"
+    if p.get("num_ctas") != 1 << len(oracle.cga_bases(dict(layout))):
+        return "num_ctas must be the layout's CTAs"
+    return None
 
 
 def tile(index: int, shape: list[int]) -> np.ndarray:
@@ -38,91 +89,183 @@ def tile(index: int, shape: list[int]) -> np.ndarray:
     return np.random.default_rng(index).integers(-4, 5, prod(shape)).astype(np.float32).reshape(shape)
 
 
-def expected_output(op: str, axis: int, x: np.ndarray) -> np.ndarray:
-    """What the kernel leaves in its M x N output buffer (zeros where it writes nothing), by NumPy."""
-    m, n = x.shape
-    out = np.zeros(m * n, np.float32)
-    if op in ("sum", "max"):
-        y = x.sum(axis) if op == "sum" else x.max(axis)
-        out[: y.size] = y
+def histogram_values(index: int, size: int, bins: int) -> np.ndarray:
+    """A histogram case's input: ``size`` int32 values in [0, bins), the documented bins (width 1, from 0)."""
+    return np.random.default_rng(index).integers(0, bins, size).astype(np.int32)
+
+
+def case_input(index: int, p: Mapping[str, Any]) -> np.ndarray:
+    """What the kernel loads: a histogram's values, else the tile."""
+    if p["op"] == "histogram":
+        return histogram_values(index, p["shape"][0], p["bins"])
+    return tile(index, p["shape"])
+
+
+def argmax_combine(value_a: np.ndarray, index_a: np.ndarray, value_b: np.ndarray, index_b: np.ndarray):
+    """``gluon_op_kernels.argmax_combine`` in NumPy: the larger value, the smaller index between equal values."""
+    pick_a = (value_a > value_b) | ((value_a == value_b) & (index_a < index_b))
+    return np.where(pick_a, value_a, value_b), np.where(pick_a, index_a, index_b)
+
+
+def pair_scan(x: np.ndarray, axis: int, reverse: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``associative_scan((x, offs), axis, argmax_combine, reverse)``: each element's running (value, index) pair,
+    the pairs before it (after it, reversed) and itself folded by the combine; ``offs`` the row-major offsets."""
+    values = np.moveaxis(x, axis, 0)
+    index = np.moveaxis(np.arange(x.size, dtype=np.int64).reshape(x.shape), axis, 0)
+    out_v, out_i = np.empty_like(values), np.empty_like(index)
+    steps = range(values.shape[0] - 1, -1, -1) if reverse else range(values.shape[0])
+    acc = None
+    for k in steps:
+        acc = (values[k], index[k]) if acc is None else (
+            argmax_combine(values[k], index[k], *acc) if reverse else argmax_combine(*acc, values[k], index[k]))
+        out_v[k], out_i[k] = acc
+    return np.moveaxis(out_v, 0, axis), np.moveaxis(out_i, 0, axis)
+
+
+def pair_reduce(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """``reduce((x, offs), axis, argmax_combine)``: the pairs along ``axis`` folded by the combine."""
+    values, index = pair_scan(x, axis, False)
+    return np.take(values, -1, axis), np.take(index, -1, axis)
+
+
+def expected_output(op: str, axis: int, x: np.ndarray, reverse: bool = False, bins: int = 0) -> np.ndarray:
+    """What the kernel leaves in its output buffer, by NumPy: for a tile (rank 2 or 3), ``x.size`` float32 (zeros
+    where it writes nothing; a reduction's result first, row-major); for a histogram, ``bins`` int32 counts of every
+    value of ``x`` but the last (the kernel's mask)."""
+    if op == "histogram":
+        return np.bincount(x[: x.size - 1].astype(np.int64), minlength=bins).astype(np.int32)
+    out = np.zeros(x.size, np.float32)
+    if op in ("sum", "max", "reduce_pair"):
+        if op == "reduce_pair":
+            value, index = pair_reduce(x, axis)
+            y = value + index.astype(np.float32)
+        else:
+            y = x.sum(axis) if op == "sum" else x.max(axis)
+        out[: y.size] = y.ravel()
     elif op == "cumsum":
         out[:] = np.cumsum(x, axis).ravel()
+    elif op == "scan_max":
+        flipped = np.flip(x, axis) if reverse else x
+        y = np.maximum.accumulate(flipped, axis)
+        out[:] = (np.flip(y, axis) if reverse else y).ravel()
+    elif op == "scan_pair":
+        value, index = pair_scan(x, axis, reverse)
+        out[:] = (value + index.astype(np.float32)).ravel()
     elif op == "permute":
-        out[:] = x.T.ravel()
+        out[:] = np.transpose(x, PERMUTATIONS[x.ndim, axis]).ravel()
     elif op == "reshape":
         out[:] = x.ravel()
     elif op == "join_split":
         out[:] = (2 * x + 1).ravel()
     elif op == "gather":
-        offs = np.arange(m)[:, None] * n + np.arange(n)[None, :]
-        index = (offs * 7) % (m if axis == 0 else n)
+        offs = np.arange(x.size).reshape(x.shape)
+        index = (offs * 7) % x.shape[axis]
         out[:] = (np.take_along_axis(x, index, axis)).ravel()
     else:  # broadcast
         out[:] = (x - x.max(axis, keepdims=True)).ravel()
     return out
 
 
+def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
+    """Pairs no case can hold: ``triton.layout_ops``' (a histogram is rank 1 with bins and an output layout; only a
+    user-written scan is reversed; NVMMA layouts are rank 2...), and a scan of a layout other than blocked (the
+    lowering Triton documents, all this target runs)."""
+    v = {a: x, b: y}
+    if v.get("op") in gluon_ops.SCANS and v.get("layout", "blocked") != "blocked":
+        return True
+    if "reverse" in v and v.get("layout", "blocked") != "blocked":
+        return True
+    return compile_illegal(a, x, b, y)
+
+
 class TritonLayoutOpsRun(GluonKernelTarget):
     name = "triton.layout_ops_run"
     layer = "Triton's lowering (layout-sensitive operations)"
-    description = ("reductions, scans, permute, reshape, join/split, gather and broadcasts over every valid Gluon "
-                   "distributed layout (clusters of 1-8 CTAs) run on the GPU against NumPy")
+    description = ("reductions, scans (custom combines, (value, index) pairs, reversed), permute, reshape, join/split, "
+                   "gather, broadcasts and histograms over every valid rank-1 to rank-3 Gluon distributed layout "
+                   "(clusters of 1-8 CTAs) run on the GPU against NumPy")
     requires = ("cuda device sm_90", "triton")
     needs = PREBUILT_NEEDS
     preload = PREBUILT_PRELOAD
     prebuilt = True
 
     def generate(self, source: Source) -> dict[str, Any]:
+        """``triton.layout_ops``' cases (``generators.gluon_ops``): an operation of ``RUN_OPS``, a histogram 1-D, any
+        other on a rank-3 tile in a third of the cases; the layout redrawn (not the operation) until Triton documents
+        the operation's lowering for it (a scan: blocked; a histogram: a power-of-two bin count)."""
         op = source.choice(RUN_OPS)
-        for _ in range(32):  # a scan needs a blocked layout: redraw the layout, not the operation
-            case = gluon_ops.case(source, lambda layout, shape: oracle.precondition(dict(layout), shape) is None, op)
-            if runnable(case["layout"], case["shape"], case["op"], case["axis"]):
-                break
-        else:
-            case = {**case, "op": "sum"}
-        return {**case, "num_ctas": 1 << len(oracle.cga_bases(case["layout"]))}
+        rank3 = op != "histogram" and source.integer(0, 2) == 0
+        for _ in range(32):
+            if op == "histogram":
+                case = gluon_ops.histogram_case(source, valid)
+            else:
+                case = gluon_ops.rank3_case(source, valid, op) if rank3 else gluon_ops.case(source, valid, op)
+            if op in USER_SCANS:
+                case["reverse"] = source.integer(0, 1) == 1
+            case = {**case, "num_ctas": 1 << len(oracle.cga_bases(case["layout"]))}
+            if why_not(case) is None:
+                return case
+        if op == "histogram":
+            return {**FALLBACK_HISTOGRAM, "num_ctas": 1}
+        case = {k: v for k, v in case.items() if k != "reverse"}
+        return {**case, "op": "sum"}
 
     def validate(self, case: Case) -> None:
-        p = case.params
-        if p.get("op") not in RUN_OPS or p.get("axis") not in (0, 1) or not isinstance(p.get("layout"), Mapping):
-            raise ValueError(f"params need 'op' (one of {list(RUN_OPS)}), 'axis' (0 or 1) and 'layout'")
-        if not isinstance(p.get("shape"), list) or len(p["shape"]) != 2 or not runnable(p["layout"], p["shape"], p["op"], p["axis"]):
-            raise ValueError("the layout must be valid for [M, N] and the operation lowered for it")
-        if p.get("num_ctas") != 1 << len(oracle.cga_bases(dict(p["layout"]))):
-            raise ValueError("num_ctas must be the layout's CTAs")
+        why = why_not(case.params)
+        if why:
+            raise ValueError(why)
 
     def family(self, case: Case) -> str:
         p = case.params
-        return f"{p['op']}:{p['layout']['kind']}:{p['num_ctas']} CTAs"
+        return f"{p['op']}:{p['layout']['kind']}:{p['num_ctas']} CTAs" + (":rank3" if len(p["shape"]) == 3 else "")
 
     def parameter_space(self) -> Space:
         api = "Gluon's layout-sensitive operations"
         return Space((
             Parameter("op", RUN_OPS, api, lambda p: p["op"]),
+            Parameter("rank", (1, 2, 3), "Gluon: histogram takes 1-D input only, rank 2 or 3 for the rest",
+                      lambda p: len(p["shape"])),
+            Parameter("reverse", (False, True), "associative_scan(input, axis, combine_fn, reverse)",
+                      lambda p: p.get("reverse")),
+            Parameter("bins", gluon_ops.BINS, "histogram(input, num_bins, mask, layout): a power of two",
+                      lambda p: p.get("bins")),
+            Parameter("histogram layout", gluon_ops.KINDS_1D, "Gluon: histogram's destination layout",
+                      lambda p: p["dst_layout"]["kind"] if "dst_layout" in p else None),
             Parameter("layout", gluon_ops.KINDS, "Gluon's distributed layouts", lambda p: p["layout"]["kind"]),
             Parameter("CTAs", (1, 2, 4, 8), "a cluster of the layout's CTAs", lambda p: p["num_ctas"]),
-        ))
+        ), _illegal)
 
     def shrink(self, case: Case) -> Iterator[dict[str, Any]]:
+        """A halved bin count, then a halved dim, each only where the case stays runnable."""
         p = case.params
+        smaller: list[dict[str, Any]] = []
+        if p.get("bins", 1) > 1 and p["dst_layout"]["kind"] != "distributed_linear":
+            smaller.append({**p, "bins": p["bins"] // 2})
         for d, size in enumerate(p["shape"]):
-            smaller = [s // 2 if i == d else s for i, s in enumerate(p["shape"])]
-            if size > 1 and p["layout"]["kind"] != "distributed_linear" and runnable(p["layout"], smaller, p["op"], p["axis"]):
-                yield {**p, "shape": smaller}
+            if size > 1 and p["layout"]["kind"] != "distributed_linear":
+                smaller.append({**p, "shape": [s // 2 if i == d else s for i, s in enumerate(p["shape"])]})
+        yield from (q for q in smaller if why_not(q) is None)
 
     def kernel_spec(self, case: Case) -> KernelSpec:
+        """``triton.layout_ops``' kernel of the case (``kernel_call``): ``layout_op_kernel`` for the original
+        operations on a rank-2 tile, ``rank2_op_kernel``/``rank3_op_kernel`` for the user-written combines and
+        rank-3 tiles, ``histogram_kernel`` (int32 pointers) for a histogram."""
         from layoutfuzz.harness.triton_compat import gluon_op_kernels
         from layoutfuzz.harness.triton_compat.gluon_layouts import from_spec
 
         p = case.params
-        m, n = p["shape"]
-        constexprs = {"M": m, "N": n, "A": from_spec(dict(p["layout"])), "OP": p["op"], "AXIS": p["axis"]}
-        return KernelSpec(gluon_op_kernels.layout_op_kernel, {"src": "*fp32", "dst": "*fp32"}, constexprs,
+        name, constexprs, dtype = kernel_call(p)
+        layouts = {"A": from_spec(dict(p["layout"]))}
+        if "dst_layout" in p:
+            layouts["H"] = from_spec(dict(p["dst_layout"]))
+        constexprs = {k: layouts.get(k, v) for k, v in constexprs.items()}
+        return KernelSpec(getattr(gluon_op_kernels, name), {"src": dtype, "dst": dtype}, constexprs,
                           p["num_warps"], p["num_ctas"])
 
     def expected(self, case: Case) -> Any:
         p = case.params
-        return {"output": expected_output(p["op"], p["axis"], tile(case.index, p["shape"])).tolist()}
+        x = case_input(case.index, p)
+        return {"output": expected_output(p["op"], p["axis"], x, bool(p.get("reverse")), p.get("bins", 0)).tolist()}
 
     def run(self, case: Case) -> Any:
         from layoutfuzz.gpu.targets.gluon_kernel import cubin_launcher
@@ -130,8 +273,10 @@ class TritonLayoutOpsRun(GluonKernelTarget):
         p = case.params
         kernel = self.kernel_for(case)
         stream = cubin_launcher().stream
-        src = device_input(tile(case.index, p["shape"]).ravel(), "src", stream)
-        dst = device_output(np.zeros(prod(p["shape"]), np.float32), "dst", stream)
+        x = case_input(case.index, p)
+        out = np.zeros(p["bins"], np.int32) if p["op"] == "histogram" else np.zeros(x.size, np.float32)
+        src = device_input(x.ravel(), "src", stream)
+        dst = device_output(out, "dst", stream)
         self.execute(case, src, dst, kernel=kernel)
         return {"output": dst.read(stream).tolist()}
 
@@ -144,9 +289,10 @@ class TritonLayoutOpsRun(GluonKernelTarget):
         return answer
 
     def reproducer_script(self, case: Case) -> str | None:
-        """``triton.layout_ops``' kernel written out (``layout_op_kernel``), the layout as its Gluon constructor,
-        launched through Triton's JIT on torch tensors as one cluster of the layout's CTAs; expected: the operation's
-        definition in NumPy (``torch.gather``'s ``take_along_axis``, a sum, a max...) on small integers in float32,
+        """``triton.layout_ops``' kernel written out (``layout_op_kernel``; for the added operations and rank-3 tiles
+        the kernel and the functions it calls), the layout as its Gluon constructor, launched through Triton's JIT on
+        torch tensors as one cluster of the layout's CTAs; expected: the operation's definition in NumPy
+        (``torch.gather``'s ``take_along_axis``, a sum, a max, the combine folded, ``bincount``...) on small integers,
         exact. Needs a GPU (``gpu.script_parts``)."""
         return layout_ops_script(case)
 
@@ -175,13 +321,50 @@ DEFINITIONS = {
 }
 
 
+# the NumPy lines of the added operations' definitions (user-written combines, any rank), from x (SHAPE) into out
+# (x.size zeros), as expected_output computes them; ``PAIRS`` folds (value, offset) pairs along AXIS by the kernel's
+# argmax_combine (forwards, or backwards where REVERSE), each step's pair kept
+PAIRS = ["def argmax_combine(value_a, index_a, value_b, index_b):  # the kernel's combine",
+         "    pick_a = (value_a > value_b) | ((value_a == value_b) & (index_a < index_b))",
+         "    return np.where(pick_a, value_a, value_b), np.where(pick_a, index_a, index_b)",
+         "values = np.moveaxis(x, AXIS, 0)",
+         "index = np.moveaxis(np.arange(x.size).reshape(SHAPE), AXIS, 0)  # the kernel's offs",
+         "pair_v, pair_i = np.empty_like(values), np.empty_like(index)",
+         "acc = None",
+         "for k in (range(len(values) - 1, -1, -1) if REVERSE else range(len(values))):",
+         "    if acc is None:",
+         "        acc = (values[k], index[k])",
+         "    else:",
+         "        acc = argmax_combine(values[k], index[k], *acc) if REVERSE else argmax_combine(*acc, values[k], index[k])",
+         "    pair_v[k], pair_i[k] = acc"]
+GENERAL_DEFINITIONS = {
+    "sum": ["y = x.sum(AXIS)", "out[:y.size] = y.ravel()  # the kernel stores the reduced tile first, row-major"],
+    "max": ["y = x.max(AXIS)", "out[:y.size] = y.ravel()  # the kernel stores the reduced tile first, row-major"],
+    "cumsum": ["out[:] = np.cumsum(x, AXIS).ravel()"],
+    "scan_max": ["y = np.maximum.accumulate(np.flip(x, AXIS) if REVERSE else x, AXIS)",
+                 "out[:] = (np.flip(y, AXIS) if REVERSE else y).ravel()"],
+    "scan_pair": [*PAIRS, "y = np.moveaxis(pair_v, 0, AXIS) + np.moveaxis(pair_i, 0, AXIS).astype(np.float32)",
+                  "out[:] = y.ravel()  # the running argmax's value + its offset"],
+    "reduce_pair": [*PAIRS, "y = pair_v[-1] + pair_i[-1].astype(np.float32)  # the argmax's value + its offset",
+                    "out[:y.size] = y.ravel()  # the kernel stores the reduced tile first, row-major"],
+    "reshape": ["out[:] = x.ravel()"],
+    "join_split": ["out[:] = (2 * x + 1).ravel()  # split(join(x, x + 1)) summed"],
+    "gather": ["index = (np.arange(x.size).reshape(SHAPE) * 7) % SHAPE[AXIS]  # the kernel's index tensor",
+               "out[:] = np.take_along_axis(x, index, AXIS).ravel()  # torch.gather(x, AXIS, index)"],
+    "broadcast": ["out[:] = (x - x.max(AXIS, keepdims=True)).ravel()"],
+}
+
+
 def layout_ops_script(case: Case) -> str:
-    """``TritonLayoutOpsRun.reproducer_script``."""
+    """``TritonLayoutOpsRun.reproducer_script``: the original operations on a rank-2 tile launch ``layout_op_kernel``;
+    the others (``added_ops_script``) the kernel ``kernel_call`` names."""
     from layoutfuzz.gpu.script_parts import gpu_script, source_of
     from layoutfuzz.harness.targets.triton_gluon_layouts import gluon_source
     from layoutfuzz.harness.triton_compat import gluon_op_kernels
 
     p = case.params
+    if kernel_call(p)[0] != "layout_op_kernel":
+        return added_ops_script(case)
     m, n = p["shape"]
     ctas = p["num_ctas"]
     clusters = f", num_ctas={ctas}" if ctas > 1 else ""
@@ -203,3 +386,54 @@ def layout_ops_script(case: Case) -> str:
                   "out = np.zeros(M * N, np.float32)  # what the kernel does not write stays zero",
                   *DEFINITIONS[op], 'return {"dst": out}'],
         expected_text=f"dst = NumPy's {op} over axis {axis} of the tile, exactly")
+
+
+def added_ops_script(case: Case) -> str:
+    """``layout_ops_script`` of a case of ``rank2_op_kernel``, ``rank3_op_kernel`` or ``histogram_kernel``."""
+    from layoutfuzz.gpu.script_parts import gpu_script, source_of
+    from layoutfuzz.harness.targets.triton_gluon_layouts import gluon_source
+    from layoutfuzz.harness.triton_compat import gluon_op_kernels
+
+    p = case.params
+    name, constexprs, dtype = kernel_call(p)
+    ctas = p["num_ctas"]
+    clusters = f", num_ctas={ctas}" if ctas > 1 else ""
+    where = f"{p['num_warps']} warps{f', split over a cluster of {ctas} CTAs' if ctas > 1 else ''}"
+    arguments = ", ".join(f"{k}={k if k in ('A', 'H') else repr(v)}" for k, v in constexprs.items())
+    launch = f"launch({name}, src, dst, {arguments}, num_warps={p['num_warps']}{clusters})"
+    op, axis, size = p["op"], p["axis"], prod(p["shape"])
+    if op == "histogram":
+        bins = p["bins"]
+        return gpu_script(
+            doc=(f"Gluon's histogram of {size} int32 values in [0, {bins}) held in a valid 1-D distributed layout "
+                 f"({p['layout']['kind']}, {where}) into {bins} bins in a {p['dst_layout']['kind']} layout, the last "
+                 "value masked off: the counts must equal NumPy's bincount of the others."),
+            kernel=source_of(gluon_op_kernels.histogram_kernel),
+            layouts=[f"A = {gluon_source(p['layout'])}", f"H = {gluon_source(p['dst_layout'])}"],
+            launch=['src = on_gpu(inputs["src"])', f'dst = torch.zeros({bins}, dtype=torch.int32, device="cuda")',
+                    launch, 'outputs = {"dst": dst.cpu().numpy()}'],
+            inputs=[f"src = np.random.default_rng({case.index}).integers(0, {bins}, {size}).astype(np.int32)",
+                    'return {"src": src}'],
+            expected=['x = inputs["src"]', f"out = np.bincount(x[: x.size - 1], minlength={bins}).astype(np.int32)"
+                      "  # the last value masked off", 'return {"dst": out}'],
+            expected_text=f"dst = NumPy's bincount of the values but the last, {bins} bins, exactly")
+    reverse = bool(p.get("reverse"))
+    tile_text = " x ".join(str(d) for d in p["shape"])
+    what = f"{op} over axis {axis}{' reversed' if reverse else ''}"
+    functions = (gluon_op_kernels.max_combine, gluon_op_kernels.argmax_combine, gluon_op_kernels.store_tile,
+                 gluon_op_kernels.apply_op, getattr(gluon_op_kernels, name))
+    permute = [f"out[:] = np.transpose(x, {PERMUTATIONS[len(p['shape']), axis]}).ravel()  # the kernel's permute order"]
+    return gpu_script(
+        doc=(f"Gluon's {what} of a {tile_text} float32 tile held in a valid distributed layout "
+             f"({p['layout']['kind']}, {where}). The tile holds small integers, so every result is exact: the output "
+             f"must equal NumPy's {op} bit for bit."),
+        kernel=source_of(*functions),
+        layouts=[f"A = {gluon_source(p['layout'])}"],
+        launch=['src = on_gpu(inputs["src"])', "dst = torch.zeros_like(src)", launch,
+                'outputs = {"dst": dst.cpu().numpy()}'],
+        inputs=[f"src = np.random.default_rng({case.index}).integers(-4, 5, {size}).astype(np.float32)",
+                'return {"src": src}  # the tile, row-major'],
+        expected=[f"SHAPE, AXIS, REVERSE = {tuple(p['shape'])}, {axis}, {reverse}", 'x = inputs["src"].reshape(SHAPE)',
+                  "out = np.zeros(x.size, np.float32)  # what the kernel does not write stays zero",
+                  *(permute if op == "permute" else GENERAL_DEFINITIONS[op]), 'return {"dst": out}'],
+        expected_text=f"dst = NumPy's {what} of the tile, exactly")
