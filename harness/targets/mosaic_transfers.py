@@ -117,7 +117,11 @@ class MosaicTransfers(MosaicTarget):
         return _fail(relation, kind, problem, p)
 
     def reproducer_script(self, case: Case) -> str | None:
-        return None
+        """A script that needs only JAX and NumPy (``layoutfuzz export``), for every op the target draws: the case
+        built with Mosaic's public API, the answer judged by the definition written in (``mosaic_transfer_scripts``)."""
+        from layoutfuzz.harness.targets.mosaic_transfer_scripts import reproducer
+
+        return reproducer(case)
 
 
 def _fail(relation: str, kind: str, detail: str, p: Mapping[str, Any]) -> Comparison:

@@ -1,0 +1,904 @@
+"""The scripts ``layoutfuzz export`` writes for ``mosaic.transfers``: the case built with Mosaic GPU's public API as its
+users write it, Mosaic's answer judged by the definition written into the script (a round trip's equality; element
+addresses of nested shapes by brute force; a transfer's accesses under 32 banks x 4 bytes by brute force, as
+``oracles.mosaic_transfers`` counts them; the constraints' docstrings), ``expected:`` and ``observed:`` printed, exit 1
+while the problem shows, 0 once it is gone, 2 where the installed JAX cannot express the case (a class or argument it
+lacks). Only the transform attribute's round trip goes through MLIR's C++ (which can abort): it runs in a child process.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+from layoutfuzz.generators.case import Case
+
+# ---- script text shared by the families ---------------------------------------------------------------------
+
+_FOUND = ("Found by layoutfuzz (case CASE_ID). Needs only JAX and NumPy; runs on a CPU. Exit 1 while the problem "
+          "shows, 0 once it is gone, 2 where this JAX cannot express the case (a class or argument it lacks).")
+
+
+def _head(case: Case, doc: str) -> str:
+    """The script's docstring: what the call must answer, and how the script says it (lines of at most 116 columns)."""
+    paragraphs = [" ".join(doc.split()), _FOUND.replace("CASE_ID", case.case_id)]
+    return '"""' + "\n\n".join(textwrap.fill(text, 116) for text in paragraphs) + '"""\n'
+
+_IMPORTS = '''import dataclasses
+import itertools
+import sys
+from math import prod
+
+import numpy as np
+
+EXPECTED = WORDS
+
+
+def unexpressible(exc):
+    """This JAX lacks a class, function or argument the case needs: no verdict on the problem (exit 2)."""
+    print("expected:", EXPECTED)
+    print("observed: this JAX cannot express the case:", f"{type(exc).__name__}: {exc}"[:300])
+    sys.exit(2)
+
+
+try:
+    import jax
+    from jax.experimental.mosaic.gpu import constraints as cs
+    from jax.experimental.mosaic.gpu import fragmented_array as fa
+    from jax.experimental.mosaic.gpu import launch_context as lc
+except ImportError as exc:
+    unexpressible(exc)
+print("jax", jax.__version__)
+'''
+
+# the Tiling docstring and nested strides, by brute force (oracles.mosaic_transfers: tiled_coordinates, judge_nested)
+NESTED_DEFS = '''
+
+def tiled_dims(shape, tiles):
+    """The Tiling docstring: each tile in turn tiles the trailing dims of the (tiled) shape, a dim of n under a tile t
+    unfolding into (n / t, t), the tile's dims moved to the end. Each tiled dim as (logical dim, step, size); None where
+    a tile does not apply (more dims than the shape, or a size it does not divide)."""
+    dims = [(i, 1, n) for i, n in enumerate(shape)]
+    for tile in tiles:
+        if not tile or len(tile) > len(dims):
+            return None
+        head, tail = dims[:len(dims) - len(tile)], dims[len(dims) - len(tile):]
+        if any(t < 1 or size % t for (_, _, size), t in zip(tail, tile)):
+            return None
+        dims = (head + [(d, step * t, size // t) for (d, step, size), t in zip(tail, tile)]
+                + [(d, step, t) for (d, step, _), t in zip(tail, tile)])
+    return dims
+
+
+def nested_address(nested_shape, nested_strides, index):
+    """The address of a logical index (one int, or an array of many, per dim): each dim's index split over its
+    sub-dims, major first, dotted with their strides (tile_nested_shape_strides' docstring: each logical dim is made of
+    several physical dims)."""
+    address = 0
+    for i, shape, strides in zip(index, nested_shape, nested_strides):
+        for size, stride in zip(reversed(shape), reversed(strides)):
+            address = address + (i % size) * stride
+            i = i // size  # a new value: an array passed in stays as it is
+    return address
+
+
+def elements(shape, dims):
+    """Every element of ``shape`` (row-major): its logical index [dims, elements] and its index in the tiled array
+    [elements, tiled dims]."""
+    index = np.indices(tuple(shape)).reshape(len(shape), -1)
+    tiled = np.stack([(index[d] // step) % size for d, step, size in dims], axis=1)
+    return index, tiled
+
+
+def nested_strides_of(f):
+    """(sizes, strides), major first, with f(i) == f(0) + sum(digit * stride) over the mixed-radix digits of i, or
+    None where no such split exists (greedy: the innermost sub-dim is the longest run at one stride; sub-dims that
+    could merge do, so the run is exact)."""
+    f = np.asarray(f, dtype=np.int64) - int(f[0])
+    n, sizes, strides = len(f), [], []
+    while n > 1:
+        step, run = int(f[1]), 1
+        while run < n and f[run] == run * step:
+            run += 1
+        if n % run or run == 1:
+            return None
+        blocks = f[:n].reshape(n // run, run)
+        if not np.array_equal(blocks - blocks[:, :1], np.broadcast_to(np.arange(run) * step, blocks.shape)):
+            return None
+        sizes.insert(0, run)
+        strides.insert(0, step)
+        f, n = blocks[:, 0], n // run
+    return (tuple(sizes) or (1,)), (tuple(strides) or (0,))
+
+
+def brute_force_tiling(shape, nested_shape, nested_strides, tiles):
+    """What tile_nested_shape_strides must answer, found by brute force: (nested shape, nested strides) of the tiled
+    array that address each element where the ref does; None where the tiling does not apply to the logical shape or
+    no nested shape and strides do (the tiled array's address is not a sum of one nested-strided map per tiled dim)."""
+    dims = tiled_dims(shape, tiles)
+    if dims is None:
+        return None
+    index, tiled = elements(shape, dims)
+    address = nested_address(nested_shape, nested_strides, index)  # every element at once
+    out, total = [], np.full(len(address), address[0])
+    for k, (_, _, size) in enumerate(dims):
+        alone = np.all(np.delete(tiled, k, axis=1) == 0, axis=1)  # the elements whose other tiled indices are 0
+        f = np.zeros(size, dtype=np.int64)
+        f[tiled[alone, k]] = address[alone]
+        split = nested_strides_of(f)
+        if split is None:
+            return None
+        out.append(split)
+        total = total + f[tiled[:, k]] - f[0]
+    if not np.array_equal(total, address):
+        return None
+    return tuple(s for s, _ in out), tuple(d for _, d in out)
+
+
+def misplaced(shape, nested_shape, nested_strides, tiles, answer):
+    """None where ``answer`` (nested shape, nested strides of the tiled array) addresses every element where the
+    ref's nested shape and strides do; else what is wrong."""
+    dims = tiled_dims(shape, tiles)
+    if dims is None:
+        return "an answer for a tiling that does not apply to the shape"
+    out_shape, out_strides = answer
+    if len(out_shape) != len(dims) or len(out_strides) != len(dims):
+        return f"{len(out_shape)} tiled dims, the tiling gives {len(dims)}"
+    for k, (_, _, size) in enumerate(dims):
+        if prod(out_shape[k]) != size or len(out_shape[k]) != len(out_strides[k]):
+            return f"tiled dim {k} has nested shape {out_shape[k]}, its size is {size}"
+    index, tiled = elements(shape, dims)
+    want = nested_address(nested_shape, nested_strides, index)
+    got = nested_address(out_shape, out_strides, tiled.T)
+    wrong = np.flatnonzero(got != want)
+    if len(wrong):
+        i = int(wrong[0])
+        return (f"element {tuple(int(x) for x in index[:, i])} (tiled {tuple(int(x) for x in tiled[i])}) at address "
+                f"{int(got[i])}, the ref has it at {int(want[i])}")
+    return None
+'''
+
+# a transfer's accesses under the hardware's bank model (oracles.mosaic_transfers: swizzle, conflicting_phases,
+# Transfer, trivial, staggered, nested_digits; harness.targets.mosaic_transfers: _tile_nesting, _candidates)
+TRANSFER_DEFS = '''
+
+WARPS, WARP_SIZE, BANKS, BANK_BYTES = 4, 32, 32, 4  # a warpgroup; 32 banks of 4 bytes (CUDA C++ Programming Guide)
+
+
+def swizzled(byte_address):
+    """PTX ISA's swizzle of an address in a ref aligned to 1024 bytes: the 16-byte chunk bits [4, 4 + b) XOR the
+    128-byte row bits [7, 7 + b), b = log2(SWIZZLE / 16) (SWIZZLE 16: none)."""
+    b = (SWIZZLE // 16).bit_length() - 1
+    return byte_address ^ (((byte_address >> 7) & ((1 << b) - 1)) << 4)
+
+
+def conflicts(starts, nbytes):
+    """The phases of one warp's access that conflict, each as (first lane, bank, the distinct 4-byte words on it):
+    lane l reads ``nbytes`` from byte starts[l]; an access of 16 (8) bytes a lane is served a quarter (half) warp at a
+    time, one of 4 or fewer all at once; a phase conflicts where two distinct words of it fall in one bank (a word read
+    by several lanes is a broadcast)."""
+    words = max(1, nbytes // BANK_BYTES)
+    per = WARP_SIZE // words
+    found = []
+    for phase in range(0, len(starts), per):
+        banks = {}
+        for w in sorted({swizzled(int(s) + k * BANK_BYTES) // BANK_BYTES for s in starts[phase:phase + per]
+                         for k in range(words)}):
+            banks.setdefault(w % BANKS, []).append(w)
+        shared = [(bank, ws) for bank, ws in banks.items() if len(ws) > 1]
+        if shared:
+            found.append((phase, *shared[0]))
+    return found
+
+
+def digits_of(value, parts):
+    """A warp or lane number split over its (tiled dim or None for a replication, size) parts, major first."""
+    out = {}
+    for dim, size in reversed(parts):
+        if dim is not None:
+            out[dim] = value % size
+        value //= size
+    return out
+
+
+class Transfer:
+    """The accesses of a transfer of the SHAPE array held in ``layout`` to or from the SMEM ref NESTED_SHAPE,
+    NESTED_STRIDES (in elements of BITS bits), by the layout's definition (the TiledLayout docstring): the warps, the
+    lanes and the vector own tiled dims (major to minor; Replicated: no dim); the other tiled dims (the tile dims) are
+    the steps, a tile of the warpgroup each."""
+
+    def __init__(self, layout):
+        self.dims = tiled_dims(SHAPE, layout.tiling.tiles)
+        if self.dims is None:
+            raise ValueError(f"the tiling {layout.tiling.tiles} does not apply to {SHAPE}")
+        n = len(self.dims)
+        def parts(ds):
+            return [(None, d.times) if isinstance(d, fa.Replicated) else (d % n, self.dims[d % n][2]) for d in ds]
+        self.warp, self.lane = parts(layout.warp_dims), parts(layout.lane_dims)
+        self.vector_dim = layout.vector_dim % n
+        self.vector_length = self.dims[self.vector_dim][2]
+        owned = {d for d, _ in self.warp + self.lane if d is not None} | {self.vector_dim}
+        self.tile_dims = [k for k in range(n) if k not in owned]
+        self.radices = [self.dims[k][2] for k in self.tile_dims]
+        self.transfer_bits = self.vector_length * BITS
+
+    def address(self, tiled_index):
+        """The element address of a tiled index (missing dims 0)."""
+        logical = [0] * len(SHAPE)
+        for k, v in tiled_index.items():
+            d, step, _ = self.dims[k]
+            logical[d] += v * step
+        return nested_address(NESTED_SHAPE, NESTED_STRIDES, logical)
+
+    def vector(self, warp, lane, tile):
+        """The element addresses of one lane's vector at one tile (a tile index of the tile dims)."""
+        base = {**dict(zip(self.tile_dims, tile)), **digits_of(warp, self.warp), **digits_of(lane, self.lane)}
+        return [self.address({**base, self.vector_dim: v}) for v in range(self.vector_length)]
+
+    def contiguous(self):
+        """Whether each vector sits at consecutive addresses (transfer_tiled needs its dim at stride 1)."""
+        return [self.address({self.vector_dim: v}) - self.address({}) for v in range(self.vector_length)] == list(
+            range(self.vector_length))
+
+    def judge(self, tile_of_lane, limit=None):
+        """(what is wrong or None, conflicting phases, the first conflict): every lane transfers each of its tiles once
+        (``tile_of_lane(step, lane)`` is the tile a lane moves at a step), then each step's access by each warp under
+        the bank model; a vector not at consecutive addresses is one access per element. Conflicting phases are -1
+        where sub-byte elements go one by one (no access the hardware makes)."""
+        steps = list(itertools.product(*map(range, self.radices)))
+        for lane in range(WARP_SIZE):
+            seen = sorted(tuple(tile_of_lane(s, lane)) for s in steps)
+            if seen != steps:
+                return f"lane {lane} transfers tiles {seen[:4]}... not each of its {len(steps)} tiles once", 0, None
+        bad, first, contiguous = 0, None, self.contiguous()
+        for step in steps:
+            for warp in range(WARPS):
+                vectors = [self.vector(warp, lane, tile_of_lane(step, lane)) for lane in range(WARP_SIZE)]
+                if contiguous:
+                    if self.transfer_bits % 8:
+                        return "a vector is not a whole number of bytes", 0, None
+                    nbytes = self.transfer_bits // 8
+                    if nbytes > 16:
+                        return f"a vector of {nbytes} bytes: no access of one lane moves more than 16", 0, None
+                    starts = [v[0] * BITS // 8 for v in vectors]
+                    if nbytes in (2, 4, 8, 16) and any(s % nbytes for s in starts):
+                        return f"a vector of {nbytes} bytes at byte {next(s for s in starts if s % nbytes)}", 0, None
+                    if SWIZZLE > 16 and any(s // 16 != (s + nbytes - 1) // 16 for s in starts):
+                        return "a vector crosses a 16-byte swizzle chunk", 0, None
+                    found = [(step, warp, nbytes, c) for c in conflicts(starts, nbytes)]
+                else:
+                    if BITS % 8:
+                        return None, -1, None
+                    found = [(step, warp, BITS // 8, c) for v in range(self.vector_length)
+                             for c in conflicts([e[v] * BITS // 8 for e in vectors], BITS // 8)]
+                bad += len(found)
+                first = first or (found[0] if found else None)
+                if limit is not None and bad > limit:
+                    return None, bad, first
+        return None, bad, first
+
+
+def describe(conflict):
+    step, warp, nbytes, (lane, bank, words) = conflict
+    return (f"e.g. at tile {step}, warp {warp}: the phase of lanes {lane}.. ({nbytes} bytes a lane) reads words "
+            f"{words} of bank {bank}")
+
+
+def trivial(step, lane):
+    return step
+
+
+def nested_digits(nested):
+    """Maps between a tile index (one coordinate per tile dim) and its flattened nested digits (each tile dim's index
+    split over its nested sub-dims, major first)."""
+    def to_nested(step):
+        out = []
+        for v, subs in zip(step, nested):
+            digits = []
+            for s in reversed(subs):
+                digits.append(v % s)
+                v //= s
+            out.extend(reversed(digits))
+        return out
+
+    def from_nested(digits):
+        out, i = [], 0
+        for subs in nested:
+            v = 0
+            for s in subs:
+                v, i = v * s + digits[i], i + 1
+            out.append(v)
+        return tuple(out)
+
+    return to_nested, from_nested
+
+
+def staggered(nested, stagger, dim, size, group_stride):
+    """StaggeredTransferPlan's tile for a lane: lanes with (lane // group_stride) % 2 == 1 rotate nested tile digit
+    ``dim`` by ``stagger`` modulo ``size`` (its tile_index_transforms), the others move the step's tile."""
+    to_nested, from_nested = nested_digits(nested)
+
+    def tile(step, lane):
+        if (lane // group_stride) % 2 == 0:
+            return step
+        digits = to_nested(step)
+        digits[dim] = (digits[dim] + stagger) % size
+        return from_nested(digits)
+
+    return tile
+
+
+def tile_nesting(t, tiled_nested_shape):
+    """The nested radices of the tile dims and, for each position of Mosaic's flattened tiled nested shape, the
+    flattened digit of the tile dims it is (None for a dim of the warps, the lanes or the vector)."""
+    nested, where, offset = [tiled_nested_shape[k] for k in t.tile_dims], [], 0
+    for k, subs in enumerate(tiled_nested_shape):
+        for _ in subs:
+            where.append(offset if k in t.tile_dims else None)
+            offset += k in t.tile_dims
+    return nested, where
+
+
+def candidates(t, nested, where, search=SEARCH):
+    """The trivial plan, then staggered plans over each nested tile digit (the first ``search`` of them), each with
+    the call that names it."""
+    yield "fa.TrivialTransferPlan()", trivial
+    flat, count = [s for subs in nested for s in subs], 0
+    for dim, size in enumerate(flat):
+        if size < 2:
+            continue
+        for group_stride in (1, 2, 4, 8, 16):
+            for stagger in range(1, size):
+                count += 1
+                if count > search:
+                    return
+                name = (f"fa.StaggeredTransferPlan(stagger={stagger}, dim={where.index(dim)}, size={size}, "
+                        f"group_stride={group_stride})")
+                yield name, staggered(nested, stagger, dim, size, group_stride)
+'''
+
+SEARCH = 60  # staggered plans tried before a refusal is judged right (the target's search)
+
+
+def _literal(value: Any) -> Any:
+    """Nested lists as nested tuples (Mosaic's arguments are tuples)."""
+    return tuple(_literal(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _constants(values: Mapping[str, Any]) -> str:
+    return "".join(f"{name} = {_literal(value)!r}\n" for name, value in values.items())
+
+
+def _tiled_source(layout: Mapping[str, Any], indent: str = "    ") -> str:
+    """The case's register layout as the lines that build it, canonical (as the target, and Mosaic's passes, build
+    one); its replicated dims as fa.Replicated(n)."""
+    def dims(data: list[Any]) -> str:
+        names = [str(d) if isinstance(d, int) else f"fa.Replicated({d['replicated']})" for d in data]
+        return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+    return (f"fa.TiledLayout(\n{indent}    fa.Tiling({_literal(layout['tiles'])!r}),\n"
+            f"{indent}    warp_dims={dims(layout['warp_dims'])}, lane_dims={dims(layout['lane_dims'])}, "
+            f"vector_dim={layout['vector_dim']}, _check_canonical=False,\n{indent}).canonicalize()")
+
+
+def _words(words: str) -> str:
+    """The expected answer in words as a Python literal, in lines of at most 116 columns."""
+    lines = textwrap.wrap(words, 100)
+    if len(lines) == 1:
+        return repr(words)
+    return "(" + "\n            ".join(repr(line + " ") for line in lines[:-1]) + "\n            " + repr(lines[-1]) + ")"
+
+
+def _script(case: Case, doc: str, words: str, body: str) -> str:
+    return _head(case, doc) + _IMPORTS.replace("WORDS", _words(words)) + body
+
+
+# ---- the families -----------------------------------------------------------------------------------------------
+
+def _transform_attr(case: Case) -> str:
+    from layoutfuzz.harness.targets.script_parts import PARENT_IMPORTS, RUN_CHILD
+
+    p = case.params
+    if "swizzle" in p:
+        transform = f"mgpu.dialect.SwizzlingMode({p['swizzle']})"
+    elif p["rounding"] is None:
+        transform = f"lc.TileTransform({_literal(p['tiling'])!r})"
+    else:
+        transform = f"lc.TileTransform({_literal(p['tiling'])!r}, lc.Rounding.{p['rounding']})"
+    words = f"from_transform_attr(to_transform_attr(T)) == T for T = {transform}"
+    doc = ("Mosaic GPU's transform attributes: layouts.from_transform_attr(layouts.to_transform_attr(T)) must give T "
+           f"back (T = {transform}), so that a transform read back from the IR is the one written.")
+    head = _head(case, doc)
+    child = '''import json
+
+try:
+    import jax
+    from jax._src.lib.mlir import ir
+    from jax.experimental.mosaic import gpu as mgpu
+    from jax.experimental.mosaic.gpu import launch_context as lc
+    from jax.experimental.mosaic.gpu import layouts
+    transform = TRANSFORM
+except (ImportError, AttributeError, TypeError) as exc:  # this JAX lacks the class or argument
+    print("ANSWER", json.dumps({"unavailable": f"{type(exc).__name__}: {exc}"}))
+    raise SystemExit(0)
+with ir.Context() as ctx, ir.Location.unknown():
+    mgpu.dialect.register_dialect(ctx)
+    try:
+        attribute = layouts.to_transform_attr(transform)
+        back = layouts.from_transform_attr(attribute)
+    except Exception as exc:
+        print("ANSWER", json.dumps({"jax": jax.__version__, "raised": f"{type(exc).__name__}: {exc}"[:300]}))
+    else:
+        print("ANSWER", json.dumps({"jax": jax.__version__, "same": back == transform, "transform": repr(transform),
+                                    "attribute": str(attribute), "back": repr(back)}))
+'''.replace("TRANSFORM", transform)
+    return head + PARENT_IMPORTS + f'''
+EXPECTED = {_words(words)}
+# the transform is built, written as an attribute and read back in a child process (MLIR's C++ can abort it)
+CHILD = r"""{child}"""
+{RUN_CHILD}
+
+answer = run_child(CHILD, EXPECTED)
+print("jax", answer.get("jax"))
+print("expected:", EXPECTED)
+if "raised" in answer:
+    print("observed: raised", answer["raised"])
+    sys.exit(1)
+print("observed:", answer["back"], "read back from", answer["attribute"], "" if answer["same"] else "(not equal)")
+sys.exit(0 if answer["same"] else 1)
+'''
+
+
+def _nested_strides(case: Case) -> str:
+    p = case.params
+    constants = _constants({"SHAPE": p["shape"], "NESTED_SHAPE": p["nested_shape"],
+                            "NESTED_STRIDES": p["nested_strides"], "TILES": p["tiles"]})
+    words = ("the tiled array's nested shape and strides, addressing each element where NESTED_SHAPE and "
+             "NESTED_STRIDES address it (a refusal only where the tiling does not apply to SHAPE or none exist)")
+    doc = ("Mosaic GPU's Tiling.tile_nested_shape_strides ('a fused version of tile_shape and tile_strides for "
+           "nested shapes'): the SHAPE array stored at NESTED_SHAPE / NESTED_STRIDES (each logical dim made of "
+           "sub-dims, major first) and tiled by TILES must come back as nested shape and strides that address every "
+           "element of the tiled array where the untiled ones address it; refusing is right only where the tiling "
+           "does not apply to SHAPE or no nested shape and strides address the tiled array (checked element by "
+           "element below).")
+    body = f'''
+{constants}{NESTED_DEFS}
+
+try:
+    tiling = fa.Tiling(TILES)
+except (AttributeError, TypeError) as exc:
+    unexpressible(exc)
+want = brute_force_tiling(SHAPE, NESTED_SHAPE, NESTED_STRIDES, TILES)
+print("expected:", EXPECTED + ":",
+      "a refusal" if want is None else f"e.g. nested shape {{want[0]}} strides {{want[1]}}")
+try:
+    answer = tiling.tile_nested_shape_strides(NESTED_SHAPE, NESTED_STRIDES)
+except Exception as exc:
+    documented = isinstance(exc, ValueError) and want is None
+    print("observed: raised", f"{{type(exc).__name__}}: {{exc}}"[:300], "" if documented else "(spurious refusal)")
+    sys.exit(0 if documented else 1)
+why = misplaced(SHAPE, NESTED_SHAPE, NESTED_STRIDES, TILES, answer)
+print("observed: nested shape", answer[0], "strides", answer[1], "" if why is None else f"({{why}})")
+sys.exit(0 if why is None else 1)
+'''
+    return _script(case, doc, words, body)
+
+
+def _plan_transfer(case: Case) -> str:
+    from layoutfuzz.oracles.mosaic_transfers import tiled_memref_nested
+
+    p = case.params
+    nshape, nstrides = tiled_memref_nested(p["shape"], p["smem_tiling"])
+    named = f", Mosaic's {p['layout']['name']}" if "name" in p["layout"] else ""
+    smem = "laid out row-major" if p["smem_tiling"] is None else f"tiled {tuple(p['smem_tiling'])}, row-major over its tiles"
+    constants = _constants({"SHAPE": p["shape"], "BITS": p["bits"], "SWIZZLE": p["swizzle"]})
+    words = ("a plan (trivial or staggered) whose every access is free of bank conflicts under 32 banks x 4 bytes; a "
+             "refusal only where no trivial or staggered plan is, or a documented limit applies")
+    doc = ("Mosaic GPU's plan_tiled_transfer ('plans the tiled transfer in a way that avoids SMEM bank conflicts'): "
+           f"a {tuple(p['shape'])} array of {p['bits']}-bit elements in registers (the layout below{named}) moved "
+           f"to or from a SMEM ref {smem}, swizzled {p['swizzle']} bytes. Each access the plan makes (its "
+           "TransferPlan class: a trivial plan moves the same tile in every lane at a step, a staggered one rotates "
+           "one tile dim in every other group of lanes) is counted below under the hardware's model: 32 banks of 4 "
+           "bytes, 16 (8) bytes a lane served a quarter (half) warp at a time, PTX's swizzle. A refusal is checked "
+           "against a search of the plans of those two kinds.")
+    body = f'''
+{constants}# the SMEM ref, {smem}: each logical dim's sub-dims (major first) and their
+# strides, in elements
+NESTED_SHAPE = {_literal(nshape)!r}
+NESTED_STRIDES = {_literal(nstrides)!r}
+SEARCH = {SEARCH}
+{NESTED_DEFS}{TRANSFER_DEFS}
+
+try:
+    LAYOUT = {_tiled_source(p["layout"])}{"  # " + p["layout"]["name"] if named else ""}
+    plan_tiled_transfer, Trivial, Staggered = fa.plan_tiled_transfer, fa.TrivialTransferPlan, fa.StaggeredTransferPlan
+except (AttributeError, TypeError) as exc:
+    unexpressible(exc)
+except ValueError as exc:  # canonicalize() refused the layout: no transfer of it to plan
+    print("expected:", EXPECTED)
+    print("observed: cannot run here: canonicalize() of the case's layout raised", exc)
+    sys.exit(2)
+try:
+    plan, refusal = plan_tiled_transfer(NESTED_SHAPE, NESTED_STRIDES, LAYOUT, BITS, SWIZZLE), None
+except Exception as exc:
+    plan, refusal = None, f"{{type(exc).__name__}}: {{exc}}"[:300]
+observed = "raised " + refusal if refusal else str(plan)
+try:  # the tiled ref plan_tiled_transfer plans over: its tile dims' nested sub-dims, the digits a plan staggers
+    tiled_nested_shape = LAYOUT.tiling.tile_nested_shape_strides(NESTED_SHAPE, NESTED_STRIDES)[0]
+except ValueError as exc:  # judged as tile_nested_shape_strides' refusal (which plan_tiled_transfer meets first)
+    want = brute_force_tiling(SHAPE, NESTED_SHAPE, NESTED_STRIDES, LAYOUT.tiling.tiles)
+    print("expected:", "tile_nested_shape_strides of the layout's tiling over the ref:",
+          "a refusal" if want is None else f"nested shape {{want[0]}} strides {{want[1]}}")
+    print("observed: tile_nested_shape_strides raised", exc, "| plan_tiled_transfer:", observed)
+    sys.exit(0 if want is None else 1)
+t = Transfer(LAYOUT)
+nested, where = tile_nesting(t, tiled_nested_shape)
+if [prod(s) for s in tiled_nested_shape] != [size for _, _, size in t.dims]:
+    print("expected:", "the tiled dims", [size for _, _, size in t.dims], "split into nested sub-dims")
+    print("observed: tile_nested_shape_strides gave", tiled_nested_shape)
+    sys.exit(1)
+if not t.contiguous():
+    print("expected:", EXPECTED)
+    print("observed:", observed, "(not judged: the vector dim is not at stride 1 in the ref, which transfer_tiled "
+          "refuses, so no transfer uses this plan)")
+    sys.exit(0)
+nbytes = t.transfer_bits / 8
+if refusal is not None:
+    if BITS > 32 or nbytes > 16:
+        print("expected:", EXPECTED, "(here a documented limit: elements over 32 bits or vectors over 16 bytes)")
+        print("observed: raised", refusal)
+        sys.exit(0)
+    if refusal.startswith("AssertionError") and t.transfer_bits % 8:
+        print("expected:", EXPECTED, "(here a vector of a fractional number of bytes: checked at the call site)")
+        print("observed: raised", refusal)
+        sys.exit(0)
+    for name, tile_of_lane in candidates(t, nested, where):
+        problem, bad, _ = t.judge(tile_of_lane, limit=0)
+        if problem is None and bad == 0:
+            print("expected: a plan:", name, "is free of bank conflicts under 32 banks x 4 bytes (by brute force)")
+            print("observed: raised", refusal)
+            sys.exit(1)
+    print("expected:", EXPECTED, f"(none of the trivial and first {{SEARCH}} staggered plans is conflict-free)")
+    print("observed: raised", refusal)
+    sys.exit(0)
+if isinstance(plan, Staggered):
+    digit = where[plan.dim] if plan.dim < len(where) else None
+    flat = [s for subs in nested for s in subs]
+    if digit is None or flat[digit] != plan.size:
+        print("expected:", EXPECTED)
+        print("observed:", plan, "staggers", "a dim of the warps, lanes or vector" if digit is None else
+              f"a tile digit of size {{flat[digit]}} modulo {{plan.size}}", "(not a plan of the transfer's tiles)")
+        sys.exit(1)
+    tile_of_lane = staggered(nested, plan.stagger, digit, plan.size, plan.group_stride)
+elif isinstance(plan, Trivial):
+    tile_of_lane = trivial
+else:
+    print("expected:", EXPECTED)
+    print("observed:", plan, "(a plan of a kind this script does not know)")
+    sys.exit(2)
+problem, bad, first = t.judge(tile_of_lane)
+print("expected:", EXPECTED)
+if bad < 0:
+    print("observed:", plan, "(not judged: sub-byte elements moved one by one, no access the hardware makes)")
+    sys.exit(0)
+if problem is not None:
+    print("observed:", plan, f"({{problem}})")
+    sys.exit(1)
+print("observed:", plan, f"{{bad}} conflicting phases (transfer {{nbytes:g}} bytes)" if bad else "no conflicts",
+      describe(first) if first else "")
+sys.exit(1 if bad else 0)
+'''
+    return _script(case, doc, words, body)
+
+
+def _copy_layout(case: Case) -> str:
+    from layoutfuzz.oracles.mosaic_transfers import tiled_memref_nested
+
+    p = case.params
+    elems = 8 * p["swizzle"] // p["bits"]
+    shape = [p["row_tiles"] * 8, p["col_tiles"] * elems]
+    nshape, nstrides = tiled_memref_nested(shape, [8, elems])
+    constants = _constants({"ROW_TILES": p["row_tiles"], "COL_TILES": p["col_tiles"], "SWIZZLE": p["swizzle"],
+                            "BITS": p["bits"], "SHAPE": shape})
+    words = ("a layout holding every element in one thread, whose copy (each step the same tile in every lane) is free "
+             "of bank conflicts under 32 banks x 4 bytes")
+    doc = ("Mosaic GPU's tiled_copy_smem_gmem_layout: the register layout copy_tiled moves a SMEM ref tiled into "
+           f"(8, swizzle elements) tiles with ({p['row_tiles']}, {p['col_tiles']}) tiles, {p['bits']}-bit "
+           f"elements, swizzled {p['swizzle']} bytes. Its own comment: 'we never end up with bank conflicts'. Every "
+           "element must be in exactly one thread, and the copy's accesses are counted below under the hardware's "
+           "model: 32 banks of 4 bytes, 16 (8) bytes a lane served a quarter (half) warp at a time, PTX's swizzle.")
+    body = f'''
+{constants}# the SMEM ref tiled (8, {elems}), row-major over its tiles: each logical dim's sub-dims (major first) and
+# their strides, in elements
+NESTED_SHAPE = {_literal(nshape)!r}
+NESTED_STRIDES = {_literal(nstrides)!r}
+SEARCH = 0
+{NESTED_DEFS}{TRANSFER_DEFS}
+
+try:
+    copy_layout = fa.tiled_copy_smem_gmem_layout
+except AttributeError as exc:
+    unexpressible(exc)
+print("expected:", EXPECTED)
+try:
+    layout = copy_layout(ROW_TILES, COL_TILES, SWIZZLE, BITS)
+except Exception as exc:
+    error = f"{{type(exc).__name__}}: {{exc}}"[:300]
+    documented = ("not a multiple of 4" in error and (ROW_TILES * COL_TILES) % 4) or "bitwidth so large" in error
+    print("observed: raised", error, "(documented)" if documented else "(spurious refusal)")
+    sys.exit(0 if documented else 1)
+try:
+    t = Transfer(layout)
+except ValueError as exc:
+    print("observed:", layout, f"(does not apply to the {{SHAPE}} array: {{exc}})")
+    sys.exit(1)
+if any(d is None for d, _ in t.warp + t.lane):
+    print("observed:", layout, "(replicates elements over warps or lanes)")
+    sys.exit(1)
+problem, bad, first = t.judge(trivial)
+print("observed:", layout, problem if problem else f"{{bad}} conflicting phases" if bad else "no conflicts",
+      describe(first) if first else "")
+sys.exit(1 if problem or bad else 0)
+'''
+    return _script(case, doc, words, body)
+
+
+# script text: SMEM transforms as this JAX's constraints spell them, and an answer read back
+_SMEM = '''
+
+def smem(tiling):
+    """The SMEM transforms of a ref tiled by ``tiling`` (None: untiled), unswizzled (a JAX whose SMEMTransforms holds
+    a swizzle beside the tiling gets None for it)."""
+    transform = None if tiling is None else lc.TileTransform(tuple(tiling))
+    if "swizzle" in {f.name for f in dataclasses.fields(cs.SMEMTransforms)}:
+        return cs.SMEMTransforms(transform, None)
+    return cs.SMEMTransforms(transform)
+'''
+
+# script text: a reduced expression read back, and whether a tiling applies to a shape
+_READ = '''
+
+def read(expr):
+    """A reduced expression: "unsatisfiable", {"tiling": list or None}, or "unreduced ..."."""
+    if isinstance(expr, cs.Unsatisfiable):
+        return "unsatisfiable"
+    if isinstance(expr, cs.SMEMTransforms):
+        return {"tiling": None if expr.tiling is None else list(expr.tiling.tiling)}
+    return f"unreduced {type(expr).__name__}"
+
+
+def applies(shape, tiling):
+    """A tiling applies to a shape: no more dims than it, each tile dividing the trailing dim it tiles."""
+    return len(tiling) <= len(shape) and all(n % t == 0 for n, t in zip(shape[len(shape) - len(tiling):], tiling))
+'''
+
+_TRANSPOSE_DEFS = '''
+
+def tile_ids(shape, tiling):
+    """For every element of ``shape`` (row-major) the tile holding it: its untiled indices and its tiles' indices."""
+    index = np.indices(tuple(shape)).reshape(len(shape), -1)
+    lead = [index[i] for i in range(len(shape) - len(tiling))]
+    grid = [index[len(shape) - len(tiling) + j] // t for j, t in enumerate(tiling)]
+    return np.stack(lead + grid, axis=1) if lead or grid else np.zeros((index.shape[1], 0), dtype=np.int64)
+
+
+def documented_reject(tiling, permutation):
+    """reduce_transpose_expression's comment: a swap between tiled and untiled dims is rejected."""
+    offset = len(permutation) - len(tiling)
+    return bool(tiling) and any(d < offset for d in permutation[-len(tiling):])
+
+
+def judge(shape, tiling, permutation, answer):
+    """None where ``answer`` is right: the transposed ref (result dim i is source dim permutation[i]) is tiled by the
+    answer iff the answer applies to its shape and its tiles are the source's (the same partition of the elements); a
+    refusal ("unsatisfiable") only where documented or where no tiling keeps every tile."""
+    if tiling is None:
+        return None if answer == {"tiling": None} else f"no tiling transposes to {answer}"
+    if answer == "unsatisfiable":
+        if documented_reject(tiling, permutation):
+            return None
+        candidate = [tiling[d - (len(permutation) - len(tiling))] for d in permutation[-len(tiling):]] if tiling else []
+        if judge(shape, tiling, permutation, {"tiling": candidate}) is None:
+            return f"unsatisfiable, though tiling {candidate} keeps every tile"
+        return None
+    new = answer["tiling"]
+    if new is None:
+        return "the tiled ref transposed to an untiled one"
+    if not applies(shape, tiling):
+        return None  # outside the definition: the source is no tiled ref of this shape
+    out_shape = [shape[d] for d in permutation]
+    if not applies(out_shape, new):
+        return f"tiling {new} does not apply to the transposed shape {out_shape}"
+    src = tile_ids(shape, tiling)
+    index = np.indices(tuple(shape)).reshape(len(shape), -1)
+    moved = np.ravel_multi_index(tuple(index[d] for d in permutation), tuple(out_shape))
+    dst = tile_ids(out_shape, new)[moved]
+    pairs = {}
+    for a, b in zip(map(tuple, src), map(tuple, dst)):
+        if pairs.setdefault(a, b) != b:
+            return f"source tile {a} is split over tiles of {new} in the transposed ref"
+    if len(set(pairs.values())) != len(pairs):
+        return f"tiles of {new} in the transposed ref merge source tiles"
+    return None
+'''
+
+_COLLAPSE_DEFS = '''
+
+def tiled_offsets(shape, tiling):
+    """Each element's (row-major) address in a contiguous ref of ``shape`` tiled by ``tiling`` (TileTransform's
+    docstring: the tiled dims divided by the tile, the tile's dims at the end, row-major over that)."""
+    k = len(tiling)
+    index = np.indices(tuple(shape)).reshape(len(shape), -1)
+    lead = list(shape[:len(shape) - k])
+    tshape = lead + [n // t for n, t in zip(shape[len(shape) - k:], tiling)] + list(tiling)
+    tindex = [index[i] for i in range(len(lead))]
+    tindex += [index[len(lead) + j] // t for j, t in enumerate(tiling)]
+    tindex += [index[len(lead) + j] % t for j, t in enumerate(tiling)]
+    return np.ravel_multi_index(tuple(tindex), tuple(tshape)) if tshape else np.zeros(1, dtype=np.int64)
+
+
+def documented_reject(shape, tiling, groups):
+    """reduce_collapse_shape_expression's documented rejections: the tiling does not apply (a tile larger than its
+    dim included), or a group of collapsed dims mixes tiled and untiled dims."""
+    if not applies(shape, tiling):
+        return True
+    left = len(tiling)
+    for g in reversed(groups):
+        if left <= 0:
+            break
+        if g > left:
+            return True
+        left -= g
+    return False
+
+
+def collapsed(shape, groups):
+    """The CollapseShape docstring: each group of contiguous dims collapsed into one (row-major)."""
+    out, i = [], 0
+    for g in groups:
+        out.append(prod(shape[i:i + g]))
+        i += g
+    return out
+
+
+def judge(shape, tiling, groups, answer):
+    """None where ``answer`` is right: the collapsed ref tiled by the answer puts every element at the address the
+    source's tiling gives it; a refusal ("unsatisfiable") only where documented or where no tiling does."""
+    if tiling is None:
+        return None if answer == {"tiling": None} else f"no tiling collapses to {answer}"
+    if answer == "unsatisfiable":
+        if documented_reject(shape, tiling, groups):
+            return None
+        candidate, left, i = [], list(tiling), len(groups) - 1
+        while left:
+            g = groups[i]
+            candidate.insert(0, prod(left[-g:]))
+            left, i = left[:-g], i - 1
+        if judge(shape, tiling, groups, {"tiling": candidate}) is None:
+            return f"unsatisfiable, though tiling {candidate} places every element"
+        return None
+    new = answer["tiling"]
+    if new is None:
+        return "a tiled ref collapsed to an untiled one"
+    out = collapsed(shape, groups)
+    if not applies(out, new):
+        return f"tiling {new} does not apply to the collapsed shape {out}"
+    if not applies(shape, tiling):
+        return None  # outside the definition: the source is no tiled ref of this shape
+    src, dst = tiled_offsets(shape, tiling), tiled_offsets(out, new)  # collapsed index == row-major index
+    wrong = np.flatnonzero(src != dst)
+    if len(wrong):
+        i = int(wrong[0])
+        where = tuple(int(x) for x in np.unravel_index(i, tuple(shape)))
+        return f"element {where} at {int(dst[i])} under {new}, the source has it at {int(src[i])}"
+    return None
+'''
+
+_REDUCED_BODY = '''
+
+try:
+    expr = EXPRESSION
+    reduce_expression = REDUCER
+except (AttributeError, TypeError) as exc:
+    unexpressible(exc)
+print("expected:", EXPECTED)
+try:
+    answer = read(reduce_expression(expr, {}))
+except Exception as exc:
+    print("observed: raised", f"{type(exc).__name__}: {exc}"[:300], "(spurious refusal)")
+    sys.exit(1)
+if isinstance(answer, str) and answer.startswith("unreduced"):
+    print("observed:", answer, "(a constant expression left unreduced)")
+    sys.exit(1)
+why = judge(JUDGE_ARGS, answer)
+print("observed:", answer, "" if why is None else f"({why})")
+sys.exit(0 if why is None else 1)
+'''
+
+
+def _transpose(case: Case) -> str:
+    p = case.params
+    constants = _constants({"SHAPE": p["shape"], "TILING": p["tiling"], "PERMUTATION": p["permutation"]})
+    words = ("the tiling of the transposed ref whose tiles are the source's tiles (or unsatisfiable where its comment "
+             "documents it, or where no tiling keeps every tile)")
+    doc = ("Mosaic GPU's constraints.reduce_transpose_expression: a SMEM ref of shape SHAPE tiled TILING, "
+           "transposed by PERMUTATION, is tiled by the reduced expression iff that tiling applies to the transposed "
+           "shape and its tiles are the source's tiles (the same partition of the elements); the comment's "
+           "documented rejection is a swap between tiled and untiled dims.")
+    body = (f"\n{constants}{_SMEM}{_READ}{_TRANSPOSE_DEFS}" + _REDUCED_BODY
+            .replace("EXPRESSION", "cs.Transpose(smem(TILING), PERMUTATION)")
+            .replace("REDUCER", "cs.reduce_transpose_expression").replace("JUDGE_ARGS", "SHAPE, TILING, PERMUTATION"))
+    return _script(case, doc, words, body)
+
+
+def _collapse_shape(case: Case) -> str:
+    p = case.params
+    constants = _constants({"SHAPE": p["shape"], "TILING": p["tiling"], "GROUPS": p["groups"]})
+    words = ("the tiling of the collapsed ref that puts every element at the source's tiled address (or unsatisfiable "
+             "where documented, or where no tiling does)")
+    doc = ("Mosaic GPU's constraints.reduce_collapse_shape_expression: a contiguous SMEM ref of shape SHAPE tiled "
+           "TILING, its dims collapsed in GROUPS (the CollapseShape docstring: contiguous dims collapsed row-major), "
+           "must be tiled by the reduced expression so that every element keeps its address; the documented "
+           "rejections are a tiling that does not apply and a group mixing tiled and untiled dims.")
+    body = (f"\n{constants}{_SMEM}{_READ}{_COLLAPSE_DEFS}" + _REDUCED_BODY
+            .replace("EXPRESSION", "cs.CollapseShape(smem(TILING), SHAPE, GROUPS)")
+            .replace("REDUCER", "cs.reduce_collapse_shape_expression").replace("JUDGE_ARGS", "SHAPE, TILING, GROUPS"))
+    return _script(case, doc, words, body)
+
+
+_HOLDS_BODY = '''
+
+try:
+    constraint = CONSTRAINT
+except (AttributeError, TypeError) as exc:
+    unexpressible(exc)
+want = DEFINITION
+print("expected:", want, f"({EXPECTED})")
+try:
+    answer = constraint.holds()
+except Exception as exc:
+    print("observed: raised", f"{type(exc).__name__}: {exc}"[:300], "(spurious refusal)")
+    sys.exit(1)
+print("observed:", answer)
+sys.exit(0 if answer is want or answer == want else 1)
+'''
+
+
+def _mma_tiling(case: Case) -> str:
+    p = case.params
+    constants = _constants({"TILING": p["tiling"], "BITWIDTH": p["bits"], "ALLOW_UNSWIZZLED": p["allow_unswizzled"]})
+    words = ("the docstring: a tiling (8, s * 8 // BITWIDTH) for s in 32, 64, 128 (and 16 where unswizzled tilings are "
+             "allowed)")
+    doc = ("Mosaic GPU's constraints.IsValidMmaTiling on the SMEM tiling TILING: its docstring says the tiling is "
+           "valid iff it is (8, swizzle_elems), swizzle_elems in {s * 8 // bitwidth for s in [32, 64, 128]}, and with "
+           "allow_unswizzled also (8, 16 * 8 // bitwidth).")
+    definition = ("TILING is not None and tuple(TILING) in [\n    (8, s * 8 // BITWIDTH) for s in "
+                  "((16, 32, 64, 128) if ALLOW_UNSWIZZLED else (32, 64, 128))]")
+    body = (f"\n{constants}{_SMEM}" + _HOLDS_BODY
+            .replace("CONSTRAINT", "cs.IsValidMmaTiling(smem(TILING), BITWIDTH, ALLOW_UNSWIZZLED)")
+            .replace("DEFINITION", definition))
+    return _script(case, doc, words, body)
+
+
+def _minor_divisible(case: Case) -> str:
+    p = case.params
+    constants = _constants({"TILING": p["tiling"], "DIVISOR": p["divisor"]})
+    words = "the docstring: the tiling's minor dim divisible by DIVISOR; true where the last dim is untiled"
+    doc = ("Mosaic GPU's constraints.MinorDimDivisibleBy on the SMEM tiling TILING: its docstring says the minor "
+           "dim of the tiling is divisible by the divisor, and true where the last dimension is untiled.")
+    body = (f"\n{constants}{_SMEM}" + _HOLDS_BODY
+            .replace("CONSTRAINT", "cs.MinorDimDivisibleBy(smem(TILING), DIVISOR)")
+            .replace("DEFINITION", "not TILING or TILING[-1] % DIVISOR == 0"))
+    return _script(case, doc, words, body)
+
+
+SCRIPTS = {"transform_attr": _transform_attr, "nested_strides": _nested_strides, "plan_transfer": _plan_transfer,
+           "copy_layout": _copy_layout, "transpose": _transpose, "collapse_shape": _collapse_shape,
+           "mma_tiling": _mma_tiling, "minor_divisible": _minor_divisible}
+
+
+def reproducer(case: Case) -> str | None:
+    """The script of a ``mosaic.transfers`` case (every op the target draws); None for an op it does not know."""
+    build = SCRIPTS.get(case.params.get("op"))
+    return None if build is None else build(case)
