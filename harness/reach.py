@@ -15,7 +15,7 @@ from typing import Any
 
 from layoutfuzz.generators.case import Case
 from layoutfuzz.harness.coverage import measure
-from layoutfuzz.harness.reduce import candidates, leaves_and_lists, replaced_at
+from layoutfuzz.harness.reduce import leaves_and_lists, replaced_at, shrinks
 from layoutfuzz.harness.target import Target, make_case
 
 PROBES_A_CASE = 400  # neighbours of one generated case tried at most
@@ -46,11 +46,7 @@ def grown(params: Any) -> Iterator[Any]:
 
 def neighbours(target: Target, case: Case) -> Iterator[Any]:
     """The reducer's shrinks of ``case`` (the target's own, then the generic ones), then its grown params."""
-    try:
-        yield from target.shrink(case)
-    except Exception:  # a target's shrink that fails on an odd case: the other neighbours still count
-        pass
-    yield from candidates(case.params)
+    yield from shrinks(target, case)
     yield from grown(case.params)
 
 

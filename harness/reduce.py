@@ -143,7 +143,7 @@ def reduce_case(spec: str, target: Target, case: Case, runner: Runner, max_tries
 
 def _valid_shrinks(target: Target, case: Case, seen: set[str]) -> Iterator[Case]:
     """The shrinks of ``case`` not tried yet that are smaller and that the target calls valid."""
-    for params in _shrinks(target, case):
+    for params in shrinks(target, case):
         candidate = Case(case.target, case.seed, case.index, params)
         if candidate.params_json in seen or size(params) >= size(case.params):
             continue
@@ -156,7 +156,7 @@ def _valid_shrinks(target: Target, case: Case, seen: set[str]) -> Iterator[Case]
         yield candidate
 
 
-def _shrinks(target: Target, case: Case) -> Iterator[Any]:
+def shrinks(target: Target, case: Case) -> Iterator[Any]:
     """The target's own shrinks first (big, meaningful steps), then the generic edits."""
     try:
         yield from target.shrink(case)
