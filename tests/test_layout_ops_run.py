@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pytest
 
+from layoutfuzz.generators import gluon_ops
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import source_for
 from layoutfuzz.gpu.targets.triton_layout_ops_run import TritonLayoutOpsRun, expected_output, runnable, why_not
@@ -175,7 +176,8 @@ def test_kernels_on_the_device_match_numpy_and_a_wrong_answer_is_seen():
     target = TritonLayoutOpsRun()
     assert target.availability().available, target.availability().reason
     cases = [make_case(target, 5, i) for i in range(200)]
-    plain = [c for c in cases if c.params["layout"]["kind"] == "blocked" and c.params["num_ctas"] == 1][:30]
+    plain = [c for c in cases if c.params["layout"]["kind"] == "blocked" and c.params["num_ctas"] == 1
+             and c.params["op"] in gluon_ops.OPS and len(c.params["shape"]) == 2][:30]  # the original operations
     assert len({c.params["op"] for c in plain}) >= 4
     ran = 0
     for case in plain:
@@ -196,10 +198,14 @@ def test_kernels_on_the_device_match_numpy_and_a_wrong_answer_is_seen():
 @pytest.mark.gpu
 def test_added_operations_on_the_device_match_numpy():
     """The user-written combines, histograms and rank-3 tiles over blocked layouts in one CTA: every one that
-    compiles right on the device (a refusal is the campaign's to judge: known refusals of 3.6.0 scans are in the
-    ledger)."""
+    compiles is right on the device under 3.9.0 (3.6.0's scans and histograms go wrong over many of these layouts:
+    docs/results/layout-ops-h100.md; a refusal is the campaign's to judge)."""
+    import triton
+
     from layoutfuzz.harness.target import make_case
 
+    if tuple(int(x) for x in triton.__version__.split(".")[:2]) < (3, 9):
+        pytest.skip(f"Triton {triton.__version__}: scans and histograms of wider-than-tensor layouts are wrong before 3.9.0")
     target = TritonLayoutOpsRun()
     assert target.availability().available, target.availability().reason
     cases = [make_case(target, 7, i) for i in range(300)]

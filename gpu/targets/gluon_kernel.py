@@ -21,6 +21,7 @@ from layoutfuzz.harness.capture import stderr_text
 from layoutfuzz.harness.compare import Comparison, compare_values
 from layoutfuzz.harness.target import Availability, Unsupported
 from layoutfuzz.harness.triton_compat import active_folder, folder_version
+from layoutfuzz.harness.triton_compat.gluon_layouts import MISSING_OP
 from layoutfuzz.oracles.linear_layout import LinearLayout
 from layoutfuzz.reports.signatures import compile_error, normalise
 
@@ -170,7 +171,7 @@ class GluonKernelTarget(GpuTarget):
                     compiled = recompile(compiled, variant)
         except Exception as exc:
             return CompiledKernel(getattr(spec.kernel, "__name__", "?"), triton.__version__,
-                                  rejected=compile_error(exc, "".join(diagnostics)))
+                                  rejected=refusal(exc, "".join(diagnostics)))
         return from_triton(compiled)
 
     def direct_ttgir(self, case: Case, spec: KernelSpec | None = None) -> str | None:
@@ -237,7 +238,7 @@ class GluonKernelTarget(GpuTarget):
             with stderr_text() as diagnostics:
                 compiled = kernel[(1,)](*args, **kwargs)
         except Exception as exc:  # compilation happens before the launch: the device is untouched
-            raise Rejected(compile_error(exc, "".join(diagnostics))) from exc
+            raise Rejected(refusal(exc, "".join(diagnostics))) from exc
         try:
             torch.cuda.synchronize()
         except RuntimeError as exc:
@@ -269,6 +270,21 @@ def _written_compile(spec: KernelSpec, written: str | None) -> Any:
         return compile_ttgir(written, spec.kernel.__name__, spec.num_warps, spec.num_ctas)
     except Exception:
         return None
+
+
+def refusal(exc: BaseException, diagnostics: str) -> str:
+    """Why the compiler refused a kernel (``compile_error``), or, where the kernel calls an operation this release's
+    Gluon lacks, that ``AttributeError``'s line from anywhere in the exception's chain: a function the kernel calls
+    fails as a ``CompilationError`` of the call, whose last line is only the caret under it."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in chain and len(chain) < 16:
+        chain.append(link)
+        missing = [line.strip() for line in str(link).splitlines() if MISSING_OP.search(line)]
+        if missing:
+            return f"{type(link).__name__}: {missing[-1]}"
+        link = link.__cause__ or link.__context__
+    return compile_error(exc, diagnostics)
 
 
 def raised_in_triton(exc: BaseException) -> bool:
