@@ -136,6 +136,7 @@ def test_triton_scripts_follow_the_ledger_range(tmp_path, case_file, version, co
 @pytest.mark.slow
 @pytest.mark.parametrize("case, module, code", [
     ("cute-dsl-tile-to-shape-pads.json", "cutlass", 1),
+    ("cute-dsl-raked-product-refusal.json", "cutlass", 1),  # a refusal where the definition has an answer
     ("cute.smem_atoms/5/0", "cutlass", 0),  # an atom that divides: every element where CuTe puts it
     ("pycute-xor-swizzle-shift-0-recursion.json", "pycute", 1),
     ("pycute.xor_swizzles/0/3", "pycute", 0),  # a swizzle with a shift

@@ -26,6 +26,8 @@ SCRIPT_DEFINITIONS = {
     "nullspace": "R's offsets == {i < size(A) : A(i) == 0}",
     "extend": "ValueError (documented: up_to_rank below the rank of A)",
     "make_layout_tv": "a layout_tv whose (thread, value) pairs reach distinct elements",
+    "raked_product": "size(R) == size(A) * size(B), R(size(B) * i) == A(i) (layout.hpp: the logical product zipped B-first)",
+    "blocked_product": "size(R) == size(A) * size(B), R(i) == A(i) for i < size(A) (layout.hpp: the logical product zipped)",
 }
 
 SCRIPT_HELPERS = '''
@@ -116,7 +118,14 @@ def _judge_lines(p: Mapping[str, Any]) -> str | None:
         "nullspace": got + "want = [i for i in range(size(A[0])) if at(A, i) == 0]\nok = sorted(got) == want\n",
         "extend": "want = 'ValueError'\ngot = R.get('raised') or 'no raise: %s:%s %s' % (R['shape'], R['stride'], R.get('trace', ''))\nok = str(got).startswith('ValueError')\n",
         "make_layout_tv": got + "want = 'distinct elements'\nok = len(set(got)) == len(got)\n",
+        "raked_product": "want = f'size {size(A[0]) * size(B[0])}, every size(B)-th offset A: {offsets(A)}'\n" + got +
+        "ok = len(got) == size(A[0]) * size(B[0]) and got[::size(B[0])] == offsets(A)\n",
+        "blocked_product": "want = f'size {size(A[0]) * size(B[0])}, starting with A: {offsets(A)}'\n" + got +
+        "ok = len(got) == size(A[0]) * size(B[0]) and got[:size(A[0])] == offsets(A)\n",
     }
+    if op in ("raked_product", "blocked_product") and not (isinstance(p["a"].get("shape"), int)
+                                                          and isinstance(p["b"].get("shape"), int)):
+        return None  # rank-1 A and B only: where the modes' order fixes these offsets
     if fam == "extend" and precondition(p) is None:
         return None
     if fam == "recast" or op == "recast":
