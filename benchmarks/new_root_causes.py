@@ -19,6 +19,7 @@ from layoutfuzz.reports.ledger import variant
 
 SYSTEMS = {"triton": "Triton", "cute": "CuTe DSL", "pycute": "pycute", "mosaic": "Mosaic GPU"}
 NOT_BUGS = ("expected behaviour", "hardware behaviour", "specification", "harness bug")
+TITLE = 42  # characters of each title, so that a row fits 120 columns
 
 
 def signatures(entry: dict) -> set[tuple[str, str, str]]:
@@ -48,7 +49,7 @@ def new_root_causes(before: list[dict], now: list[dict]) -> pd.DataFrame:
         good = entry.get("first_good", "")
         releases = f"bad {bad}" + (f", good {good}" if good else "") if bad else "installed release"
         rows.append({"system": SYSTEMS.get(entry["target"].split(".")[0], entry["target"]), "target": entry["target"],
-                     "status": entry["status"], "releases": releases, "title": entry["title"][:56]})
+                     "status": entry["status"], "releases": releases, "title": entry["title"][:TITLE]})
     return pd.DataFrame(rows, columns=["system", "target", "status", "releases", "title"])
 
 
@@ -64,7 +65,7 @@ def main() -> None:
     print(f"new root causes of systems under test since {args.since}: {len(table)}, in {table['system'].nunique()} systems\n")
     print(counts.to_markdown())
     print()
-    print(table.sort_values(["system", "target"]).to_markdown(index=False))
+    print(table.sort_values(["system", "target"]).drop(columns="system").to_markdown(index=False))
 
 
 if __name__ == "__main__":
