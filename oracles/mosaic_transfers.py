@@ -260,7 +260,7 @@ class Transfer:
                 return f"lane {lane} transfers tiles {seen[:4]}... not each of its {len(steps)} tiles once", 0
         bad = 0
         contiguous = self.contiguous()
-        for step, warp, elements in self.accesses(tile_of_lane):
+        for _step, _warp, elements in self.accesses(tile_of_lane):
             if contiguous:
                 if self.transfer_bits % 8:
                     return "a vector is not a whole number of bytes", 0

@@ -12,7 +12,6 @@ import pytest
 from layoutfuzz.generators.mosaic_layouts import NAMED
 from layoutfuzz.oracles import mosaic_transfers as mt
 
-
 # ---- worked examples ------------------------------------------------------------------------------------------------
 
 def test_swizzle_worked_examples():
