@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from layoutfuzz.generators.source import Source, at_edge, permutation
+from layoutfuzz.generators.source import Source, at_edge, bounded, permutation
 
 DISTRIBUTED = ("blocked", "slice", "dot_operand", "nvmma_distributed", "distributed_linear", "amd_mfma", "amd_wmma")
 SHARED = ("nvmma_shared", "swizzled_shared", "padded_shared", "shared_linear")
@@ -252,10 +252,13 @@ def _shared_linear(source: Source, rank: int, num_warps: int, edge: bool, depth:
 
 
 def _tensor_memory(source: Source, rank: int, num_warps: int, edge: bool, depth: int) -> dict[str, Any]:
+    """A block of M x N (M from 64 and 128, at the edges any power of two from 16 to 256; N one column to 256, at the
+    edges 1 or 256), a column stride, a CGA layout, and one in four a two-CTA layout (tcgen05's ``cta_group::2``)."""
+    two_ctas = source.integer(0, 3) == 0
     m = source.choice((64, 128)) if not edge else source.choice((16, 32, 64, 128, 256))
-    n = 1 << source.integer(0, 8)
+    n = 1 << bounded(source, 0, 8, edge)
     return {"kind": "tensor_memory", "block": [m, n], "col_stride": 1 << source.integer(0, 2),
-            "cga_layout": cga(source, 2, edge), "two_ctas": edge and source.integer(0, 1) == 1}
+            "cga_layout": cga(source, 2, edge), "two_ctas": two_ctas}
 
 
 _DRAW = {
