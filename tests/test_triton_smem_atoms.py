@@ -76,7 +76,7 @@ def test_a_flipped_transpose_is_caught(monkeypatch):
 def test_both_systems_side_by_side(tmp_path):
     pytest.importorskip("triton.experimental.gluon", reason="needs Triton with Gluon")
     pytest.importorskip("cutlass.cute", reason="needs the CuTe DSL (the [cutedsl] extra; CI installs it)")
-    done, rows, unknown = ledgered_run(tmp_path, "cute.smem_atoms,triton.smem_atoms", 300)
+    done, rows, unknown = ledgered_run(tmp_path, "cute.smem_atoms,triton.smem_atoms", 450)
     assert done.returncode == 0 and not unknown, done.stdout
     table = (tmp_path / "out" / "side-by-side.md").read_text()
     lines = [[c.strip() for c in line.split("|")[1:-1]] for line in table.splitlines()[2:]]
