@@ -406,7 +406,7 @@ def tma_cluster_script(case: Case, store: bool) -> str:
             doc=(f"A Gluon TMA store over a cluster: {setting}. Each CTA writes its part of the block into the buffer "
                  "and TMA-stores it; the tensor must then hold the block where the block lies inside it and keep every "
                  "other byte (the TMA unit writes the whole 16-byte granule that holds the innermost bound: that much "
-                 "past the bound is the hardware's, see triton-lang/triton#11583)."),
+                 "past the bound is the hardware's, see https://github.com/triton-lang/triton/issues/11583)."),
             child_imports=("from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma\n"
                            "from triton.experimental.gluon.nvidia.hopper import TensorDescriptor"),
             kernel=kernel, layouts=layouts,
