@@ -33,6 +33,7 @@ BUILTIN: dict[str, str] = {  # by folder (harness/targets, then gpu/targets); th
     "mosaic.layout_relations": "layoutfuzz.harness.targets.mosaic_layout_relations:MosaicLayoutRelations",
     "mosaic.layout_inference": "layoutfuzz.harness.targets.mosaic_layout_inference:MosaicLayoutInference",
     "mosaic.transfers": "layoutfuzz.harness.targets.mosaic_transfers:MosaicTransfers",
+    "triton.nvmma_default": "layoutfuzz.harness.targets.triton_nvmma_default:TritonNvmmaDefault",
     "tma.swizzle": "layoutfuzz.gpu.targets.tma_swizzle:TmaSwizzle",
     "tma.encode": "layoutfuzz.gpu.targets.tma_encode:TmaEncode",
     "tma.copy": "layoutfuzz.gpu.targets.tma_copy:TmaCopy",
