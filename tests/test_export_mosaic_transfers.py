@@ -95,7 +95,7 @@ def test_every_op_has_a_script_that_imports_only_jax_and_numpy():
         script = target.reproducer_script(case)
         assert script is not None, case.params["op"]
         imported = {m for m in re.findall(r"^\s*(?:import|from) ([\w.]+)", script, re.MULTILINE)}
-        stdlib = {"dataclasses", "itertools", "sys", "math", "json", "os", "subprocess", "tempfile"}
+        stdlib = {"__future__", "dataclasses", "itertools", "sys", "math", "json", "os", "subprocess", "tempfile"}
         assert {m.split(".")[0] for m in imported} <= {"jax", "numpy", *stdlib}, imported
         compile(script, case.case_id, "exec")
         seen.add(case.params["op"])

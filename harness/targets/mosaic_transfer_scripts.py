@@ -8,11 +8,13 @@ lacks). Only the transform attribute's round trip goes through MLIR's C++ (which
 
 from __future__ import annotations
 
+import inspect
 import textwrap
 from collections.abc import Mapping
 from typing import Any
 
 from layoutfuzz.generators.case import Case
+from layoutfuzz.oracles import mosaic_transfers as oracle
 
 # ---- script text shared by the families ---------------------------------------------------------------------
 
@@ -25,7 +27,9 @@ def _head(case: Case, doc: str) -> str:
     paragraphs = [" ".join(doc.split()), _FOUND.replace("CASE_ID", case.case_id)]
     return '"""' + "\n\n".join(textwrap.fill(text, 116) for text in paragraphs) + '"""\n'
 
-_IMPORTS = '''import dataclasses
+_IMPORTS = '''from __future__ import annotations
+
+import dataclasses
 import itertools
 import sys
 from math import prod
@@ -656,6 +660,12 @@ def smem(tiling):
     return cs.SMEMTransforms(transform)
 '''
 
+def _oracle_source(*functions: Any) -> str:
+    """The oracle's own functions as script text (``oracles.mosaic_transfers``: plain NumPy and ``math.prod``; the
+    script's ``from __future__ import annotations`` leaves their type hints unevaluated)."""
+    return "".join("\n\n" + inspect.getsource(f) for f in functions)
+
+
 # script text: a reduced expression read back, and whether a tiling applies to a shape
 _READ = '''
 
@@ -667,133 +677,14 @@ def read(expr):
         return {"tiling": None if expr.tiling is None else list(expr.tiling.tiling)}
     return f"unreduced {type(expr).__name__}"
 
-
-def applies(shape, tiling):
-    """A tiling applies to a shape: no more dims than it, each tile dividing the trailing dim it tiles."""
-    return len(tiling) <= len(shape) and all(n % t == 0 for n, t in zip(shape[len(shape) - len(tiling):], tiling))
 '''
+_READ += _oracle_source(oracle.applies)
 
-_TRANSPOSE_DEFS = '''
-
-def tile_ids(shape, tiling):
-    """For every element of ``shape`` (row-major) the tile holding it: its untiled indices and its tiles' indices."""
-    index = np.indices(tuple(shape)).reshape(len(shape), -1)
-    lead = [index[i] for i in range(len(shape) - len(tiling))]
-    grid = [index[len(shape) - len(tiling) + j] // t for j, t in enumerate(tiling)]
-    return np.stack(lead + grid, axis=1) if lead or grid else np.zeros((index.shape[1], 0), dtype=np.int64)
-
-
-def documented_reject(tiling, permutation):
-    """reduce_transpose_expression's comment: a swap between tiled and untiled dims is rejected."""
-    offset = len(permutation) - len(tiling)
-    return bool(tiling) and any(d < offset for d in permutation[-len(tiling):])
-
-
-def judge(shape, tiling, permutation, answer):
-    """None where ``answer`` is right: the transposed ref (result dim i is source dim permutation[i]) is tiled by the
-    answer iff the answer applies to its shape and its tiles are the source's (the same partition of the elements); a
-    refusal ("unsatisfiable") only where documented or where no tiling keeps every tile."""
-    if tiling is None:
-        return None if answer == {"tiling": None} else f"no tiling transposes to {answer}"
-    if answer == "unsatisfiable":
-        if documented_reject(tiling, permutation):
-            return None
-        candidate = [tiling[d - (len(permutation) - len(tiling))] for d in permutation[-len(tiling):]] if tiling else []
-        if judge(shape, tiling, permutation, {"tiling": candidate}) is None:
-            return f"unsatisfiable, though tiling {candidate} keeps every tile"
-        return None
-    new = answer["tiling"]
-    if new is None:
-        return "the tiled ref transposed to an untiled one"
-    if not applies(shape, tiling):
-        return None  # outside the definition: the source is no tiled ref of this shape
-    out_shape = [shape[d] for d in permutation]
-    if not applies(out_shape, new):
-        return f"tiling {new} does not apply to the transposed shape {out_shape}"
-    src = tile_ids(shape, tiling)
-    index = np.indices(tuple(shape)).reshape(len(shape), -1)
-    moved = np.ravel_multi_index(tuple(index[d] for d in permutation), tuple(out_shape))
-    dst = tile_ids(out_shape, new)[moved]
-    pairs = {}
-    for a, b in zip(map(tuple, src), map(tuple, dst)):
-        if pairs.setdefault(a, b) != b:
-            return f"source tile {a} is split over tiles of {new} in the transposed ref"
-    if len(set(pairs.values())) != len(pairs):
-        return f"tiles of {new} in the transposed ref merge source tiles"
-    return None
-'''
-
-_COLLAPSE_DEFS = '''
-
-def tiled_offsets(shape, tiling):
-    """Each element's (row-major) address in a contiguous ref of ``shape`` tiled by ``tiling`` (TileTransform's
-    docstring: the tiled dims divided by the tile, the tile's dims at the end, row-major over that)."""
-    k = len(tiling)
-    index = np.indices(tuple(shape)).reshape(len(shape), -1)
-    lead = list(shape[:len(shape) - k])
-    tshape = lead + [n // t for n, t in zip(shape[len(shape) - k:], tiling)] + list(tiling)
-    tindex = [index[i] for i in range(len(lead))]
-    tindex += [index[len(lead) + j] // t for j, t in enumerate(tiling)]
-    tindex += [index[len(lead) + j] % t for j, t in enumerate(tiling)]
-    return np.ravel_multi_index(tuple(tindex), tuple(tshape)) if tshape else np.zeros(1, dtype=np.int64)
-
-
-def documented_reject(shape, tiling, groups):
-    """reduce_collapse_shape_expression's documented rejections: the tiling does not apply (a tile larger than its
-    dim included), or a group of collapsed dims mixes tiled and untiled dims."""
-    if not applies(shape, tiling):
-        return True
-    left = len(tiling)
-    for g in reversed(groups):
-        if left <= 0:
-            break
-        if g > left:
-            return True
-        left -= g
-    return False
-
-
-def collapsed(shape, groups):
-    """The CollapseShape docstring: each group of contiguous dims collapsed into one (row-major)."""
-    out, i = [], 0
-    for g in groups:
-        out.append(prod(shape[i:i + g]))
-        i += g
-    return out
-
-
-def judge(shape, tiling, groups, answer):
-    """None where ``answer`` is right: the collapsed ref tiled by the answer puts every element at the address the
-    source's tiling gives it; a refusal ("unsatisfiable") only where documented or where no tiling does."""
-    if tiling is None:
-        return None if answer == {"tiling": None} else f"no tiling collapses to {answer}"
-    if answer == "unsatisfiable":
-        if documented_reject(shape, tiling, groups):
-            return None
-        candidate, left, i = [], list(tiling), len(groups) - 1
-        while left:
-            g = groups[i]
-            candidate.insert(0, prod(left[-g:]))
-            left, i = left[:-g], i - 1
-        if judge(shape, tiling, groups, {"tiling": candidate}) is None:
-            return f"unsatisfiable, though tiling {candidate} places every element"
-        return None
-    new = answer["tiling"]
-    if new is None:
-        return "a tiled ref collapsed to an untiled one"
-    out = collapsed(shape, groups)
-    if not applies(out, new):
-        return f"tiling {new} does not apply to the collapsed shape {out}"
-    if not applies(shape, tiling):
-        return None  # outside the definition: the source is no tiled ref of this shape
-    src, dst = tiled_offsets(shape, tiling), tiled_offsets(out, new)  # collapsed index == row-major index
-    wrong = np.flatnonzero(src != dst)
-    if len(wrong):
-        i = int(wrong[0])
-        where = tuple(int(x) for x in np.unravel_index(i, tuple(shape)))
-        return f"element {where} at {int(dst[i])} under {new}, the source has it at {int(src[i])}"
-    return None
-'''
+# script text: the judges of the transposed and the collapsed tilings, the oracle's, under the names the body calls
+_TRANSPOSE_DEFS = _oracle_source(oracle.tile_ids, oracle.transpose_documented_reject, oracle.judge_transpose) + (
+    "\n\njudge = judge_transpose\n")
+_COLLAPSE_DEFS = _oracle_source(oracle.tiled_offsets, oracle.collapse_documented_reject, oracle.collapsed_shape,
+                                oracle.judge_collapse) + "\n\njudge = judge_collapse\n"
 
 _REDUCED_BODY = '''
 

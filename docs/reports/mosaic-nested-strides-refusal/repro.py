@@ -6,6 +6,8 @@ address the tiled array (checked element by element below).
 
 Found by layoutfuzz (case mosaic.transfers/31/0). Needs only JAX and NumPy; runs on a CPU. Exit 1 while the problem
 shows, 0 once it is gone, 2 where this JAX cannot express the case (a class or argument it lacks)."""
+from __future__ import annotations
+
 import dataclasses
 import itertools
 import sys

@@ -7,6 +7,8 @@ PTX's swizzle. A refusal is checked against a search of the plans of those two k
 
 Found by layoutfuzz (case mosaic.transfers/31/0). Needs only JAX and NumPy; runs on a CPU. Exit 1 while the problem
 shows, 0 once it is gone, 2 where this JAX cannot express the case (a class or argument it lacks)."""
+from __future__ import annotations
+
 import dataclasses
 import itertools
 import sys
