@@ -118,8 +118,8 @@ class MosaicTransfers(MosaicTarget):
 
     def reproducer_script(self, case: Case) -> str | None:
         """A script that needs only JAX and NumPy (``layoutfuzz export``), for every op the target draws: the case
-        built with Mosaic's public API, the answer judged by the definition written in (``mosaic_transfer_scripts``)."""
-        from layoutfuzz.harness.targets.mosaic_transfer_scripts import reproducer
+        built with Mosaic's public API, the answer judged by the definition written in (``mosaic_transfer_scripts``, ``mosaic_plan_scripts``)."""
+        from layoutfuzz.harness.targets.mosaic_plan_scripts import reproducer
 
         return reproducer(case)
 
