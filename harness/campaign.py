@@ -125,6 +125,7 @@ class CampaignSettings:
     sanitize: str | None = None  # a compute-sanitizer tool every target's system under test runs under
     reduce: bool = False  # reduce each bucket's representative afterwards
     reduce_tries: int = 200
+    reduce_skip: frozenset[str] = frozenset()  # buckets left unreduced: a reduced reproducer of each is on file
     resume: bool = False
     force: bool = False  # replace a campaign already in ``out``
     quiet: bool = False  # no progress bar
@@ -427,9 +428,12 @@ def run_campaign(settings: CampaignSettings) -> Campaign:
         table = pass_rate_table(store.counts(), store.metric_rows())
         write_tables(table, store.directory)
         buckets = bucket_table(store.frame(PROBLEMS))
-        if settings.reduce and not buckets.empty and not interrupted:
-            print(f"reducing the representatives of {len(buckets)} bucket(s)...", file=sys.stderr)
-            reduce_representatives(store, buckets, specs_by_name(targets), timeout, settings.reduce_tries, settings.jobs)
+        to_reduce = buckets[~buckets["bucket"].isin(settings.reduce_skip)] if not buckets.empty else buckets
+        if settings.reduce and not to_reduce.empty and not interrupted:
+            on_file = len(buckets) - len(to_reduce)
+            print(f"reducing the representatives of {len(to_reduce)} bucket(s)"
+                  + (f" ({on_file} more have a reduced reproducer on file)" if on_file else "") + "...", file=sys.stderr)
+            reduce_representatives(store, to_reduce, specs_by_name(targets), timeout, settings.reduce_tries, settings.jobs)
         write_atomically(store.directory / "buckets.md", render(buckets.drop(columns=["report"]), "md") + "\n")
         groups = model_groups({t.name: t.case_model for _, t in targets})
         compared = side_by_side(store.db, groups) if groups else None

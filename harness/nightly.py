@@ -1,6 +1,6 @@
 """The nightly: first re-run every open root cause's stored reproducer (cheap and deterministic),
-then explore tonight's dated campaign, reduce each bucket, and judge every root cause against the
-root's memory and the ledger: new (fails the night), regressed (fails it), persisting, known, fixed
+then explore tonight's dated campaign, reduce each bucket with no reduced reproducer on file (the ledger's or an
+earlier night's), and judge every root cause against the root's memory and the ledger: new (fails the night), regressed (fails it), persisting, known, fixed
 (only when its reproducer passed tonight). Absence from tonight's sample proves nothing."""
 
 from __future__ import annotations
@@ -218,7 +218,8 @@ def run_night(settings: NightSettings, campaign_settings: CampaignSettings | Non
         targets = [(spec, load_target(spec)) for spec in target_specs(list(settings.targets))]
         timeout = settings.timeout if settings.timeout is not None else 30.0
         replays = replay_open(triage, night, targets, settings.jobs, timeout)
-        campaign = run_campaign(campaign_settings or settings.campaign())
+        on_file = set(known) | {b for b, c in triage.causes().items() if c.reduced}
+        campaign = run_campaign(replace(campaign_settings or settings.campaign(), reduce_skip=frozenset(on_file)))
         by_name = {t.name: t for _, t in campaign.targets}
         versions = {name: system_version(t) for name, t in by_name.items()}
         specs = {t.name: spec for spec, t in campaign.targets}

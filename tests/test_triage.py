@@ -112,12 +112,15 @@ def _statuses(tmp_path, date) -> dict[str, str]:
 def test_nights_stay_quiet_until_something_new_and_call_fixed_only_what_replays_clean(tmp_path):
     first = _night(tmp_path, "2026-02-01")
     assert first.returncode == 1 and "NEW: test.planted diverge: register bit 2 dropped" in first.stdout, first.stderr
+    assert "reducing the representatives of 1 bucket(s)..." in first.stderr
     for date in ("2026-02-02", "2026-02-03"):  # another sample, the same root cause: quiet
         again = _night(tmp_path, date)
         assert again.returncode == 0, again.stdout + again.stderr
         assert _statuses(tmp_path, date) == {"register bit 2 dropped": "persisting"}
+        assert "reducing" not in again.stderr  # its reduced reproducer is on file since the first night
     planted = _night(tmp_path, "2026-02-04", env={"PLANTED_NEW": "1"})
     assert planted.returncode == 1
+    assert "reducing the representatives of 1 bucket(s) (1 more have a reduced reproducer on file)" in planted.stderr
     news = [line for line in planted.stdout.splitlines() if line.startswith("NEW:")]
     assert len(news) == 1 and "crash" in news[0] and "SIGABRT" in news[0]  # exactly the planted root cause
     fixed = _night(tmp_path, "2026-02-05", env={"PLANTED_FIX_A": "1"})
@@ -141,6 +144,7 @@ def test_a_known_problem_is_reported_but_never_fails_a_night(tmp_path):
     fresh = layoutfuzz("nightly", "--root", "other", "--date", "2026-03-02", "--targets", PLANTED, "--budget", "3s",
                        "--jobs", "2", "-q", "--reduce-tries", "5", "--known", "known.toml", cwd=tmp_path)
     assert fresh.returncode == 0, fresh.stderr  # a root that never saw it: known from the ledger, not new
+    assert "reducing" not in fresh.stderr  # the ledger's root cause is not reduced again
     assert _statuses_root(tmp_path / "other" / "2026-03-02") == {"register bit 2 dropped": "known: hardware behaviour"}
     listed = layoutfuzz("known", "list", "--root", "nights", "--known", "known.toml", "--format", "csv", cwd=tmp_path)
     assert listed.returncode == 0 and "bit 2 dropped" in listed.stdout and "2026-03-01" in listed.stdout
