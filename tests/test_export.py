@@ -85,6 +85,8 @@ def _release_python(version: str) -> Path:
     ("layouts-shared-abort.json", "3.7.1", 0),
     ("layouts-unswizzled-transposed-rank3.json", "3.7.1", 0),  # first bad 3.8.0
     ("layouts-unswizzled-transposed-rank3.json", "3.8.0", 1),
+    ("gluon-default-nvmma-cga-halves.json", "3.6.0", 1),  # get_default_for's refusal; first good 3.7.0
+    ("gluon-default-nvmma-cga-halves.json", "3.7.1", 0),
 ])
 def test_triton_reproducer_follows_the_ledger_range(tmp_path, capsys, case_file, version, code):
     _needs("triton")

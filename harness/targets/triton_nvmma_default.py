@@ -55,6 +55,32 @@ def largest_compatible(p: dict[str, Any]) -> int | None:
     return next((s for s in SWIZZLES if oracle.precondition(spec(p, s), p["shape"]) is None), 0)
 
 
+FRONT_END = """
+import triton
+from triton.experimental.gluon import language as ttgl
+
+SHAPE, CGA, FP4 = {shape}, {cga}, {fp4}
+# a CGA layout's bases are its CTA bits' offsets in the block: a base nonzero along a dim splits that dim in two
+SPLITS = [1 << sum(1 for base in CGA if base[d]) for d in range(len(SHAPE))]
+DIVIDES = all(size % split == 0 for size, split in zip(SHAPE, SPLITS))
+try:
+    CHOSEN = {call}
+except TypeError as exc:  # an argument this release does not have
+    print("unavailable:", exc)
+    sys.exit(2)
+except Exception as exc:  # a refusal: right only where the CTAs do not divide the block
+    print("triton", triton.__version__)
+    print("expected:", f"a layout (CTAs per dim {{SPLITS}} divide the block {{SHAPE}})" if DIVIDES else "a refusal")
+    print("observed: refused:", type(exc).__name__, (str(exc).splitlines() or [""])[0][:200])
+    sys.exit(1 if DIVIDES else 0)
+if FP4 and CHOSEN.swizzle_byte_width != 128 or not CHOSEN.swizzle_byte_width:  # nothing for the compiler to refuse
+    print("triton", triton.__version__)
+    print("expected:", "a 128-byte swizzle (fp4 padding takes no other)" if FP4 else "a layout")
+    print("observed:", f"a {{CHOSEN.swizzle_byte_width}}-byte swizzle")
+    sys.exit(1 if FP4 and CHOSEN.swizzle_byte_width != 128 else 0)
+"""  # the script's first check: get_default_for's own answer, before the chosen layout goes to the compiler
+
+
 class TritonNvmmaDefault(GluonTarget):
     name = "triton.nvmma_default"
     layer = "Triton's Gluon front end (NVMMASharedLayout.get_default_for)"
@@ -121,25 +147,26 @@ class TritonNvmmaDefault(GluonTarget):
         return {"swizzle": layout.swizzle_byte_width}
 
     def reproducer_script(self, case: Case) -> str | None:
-        """The layout ``get_default_for`` chooses for the block, through ``to_linear_layout`` as
-        ``triton.gluon_layouts`` writes it (a kernel compiled for sm_90 on a CPU, in a child process): it exits 1 where
-        the compiler aborts on that layout, the second route to a choice the precondition refuses."""
+        """Gluon's ``get_default_for`` on the block, judged in the script itself: a refusal of a block its CTAs divide
+        exits 1, as does an fp4-padded layout of another swizzle than 128 bytes; a swizzled choice then goes through
+        ``to_linear_layout`` as ``triton.gluon_layouts`` writes it (a kernel compiled for sm_90 on a CPU, in a child
+        process), which exits 1 where the compiler aborts on it: the second route to a choice the precondition
+        refuses."""
         from layoutfuzz.harness.targets.triton_gluon_layouts import gluon_source, standalone_script
 
-        observed = self.observed(case)
-        if "refused" in observed:
-            return None
         p = case.params
-        layout = spec(p, observed["swizzle"])
+        observed = self.observed(case)
+        layout = spec(p, observed.get("swizzle", largest_compatible(p) or 0))  # the literal the call then replaces
         script = standalone_script(Case("triton.gluon_layouts", case.seed, case.index,
                                         {"layout": layout, "shape": list(p["shape"]), "num_warps": 4}))
         call = (f"ttgl.NVMMASharedLayout.get_default_for({p['shape']}, ttgl.{DTYPES[p['bits']]}, "
                 f"transposed={p['transposed']}, fp4_padded={p['fp4_padded']}, cga_layout={p['cga_layout'] or None})")
-        written = f"LAYOUT = {gluon_source(layout)}"
-        if written not in script:
+        written, imports = f"LAYOUT = {gluon_source(layout)}", "import tempfile\n"
+        if written not in script or imports not in script:
             return None
-        return (f"# The layout is the one Gluon's get_default_for returns for the block: here {layout['swizzle_byte_width']}"
-                "-byte swizzle.\n" + script.replace(written, f"LAYOUT = {call}"))
+        front_end = FRONT_END.format(shape=list(p["shape"]), cga=p["cga_layout"] or [], fp4=p["fp4_padded"], call=call)
+        return ("# The layout is the one Gluon's get_default_for returns for the block.\n"
+                + script.replace(written, f"LAYOUT = {call}").replace(imports, imports + front_end, 1))
 
     def compare(self, case: Case, expected: int | None, observed: Any) -> Comparison:
         if case.params["fp4_padded"]:  # NVMMASharedLayout: fp4 padding takes the 128-byte swizzle only

@@ -1,4 +1,4 @@
-# The layout is the one Gluon's get_default_for returns for the block: here 32-byte swizzle.
+# The layout is the one Gluon's get_default_for returns for the block.
 """Gluon's to_linear_layout on a layout its constructor accepts: a Python error or a layout is expected, not an
 abort of the process. Needs only Triton (no GPU: the kernel is compiled for sm_90 on the CPU)."""
 import ast
@@ -7,6 +7,29 @@ import re
 import subprocess
 import sys
 import tempfile
+
+import triton
+from triton.experimental.gluon import language as ttgl
+
+SHAPE, CGA, FP4 = [8, 2, 8], [[0, 0, 1]], False
+# a CGA layout's bases are its CTA bits' offsets in the block: a base nonzero along a dim splits that dim in two
+SPLITS = [1 << sum(1 for base in CGA if base[d]) for d in range(len(SHAPE))]
+DIVIDES = all(size % split == 0 for size, split in zip(SHAPE, SPLITS))
+try:
+    CHOSEN = ttgl.NVMMASharedLayout.get_default_for([8, 2, 8], ttgl.float32, transposed=True, fp4_padded=False, cga_layout=[[0, 0, 1]])
+except TypeError as exc:  # an argument this release does not have
+    print("unavailable:", exc)
+    sys.exit(2)
+except Exception as exc:  # a refusal: right only where the CTAs do not divide the block
+    print("triton", triton.__version__)
+    print("expected:", f"a layout (CTAs per dim {SPLITS} divide the block {SHAPE})" if DIVIDES else "a refusal")
+    print("observed: refused:", type(exc).__name__, (str(exc).splitlines() or [""])[0][:200])
+    sys.exit(1 if DIVIDES else 0)
+if FP4 and CHOSEN.swizzle_byte_width != 128 or not CHOSEN.swizzle_byte_width:  # nothing for the compiler to refuse
+    print("triton", triton.__version__)
+    print("expected:", "a 128-byte swizzle (fp4 padding takes no other)" if FP4 else "a layout")
+    print("observed:", f"a {CHOSEN.swizzle_byte_width}-byte swizzle")
+    sys.exit(1 if FP4 and CHOSEN.swizzle_byte_width != 128 else 0)
 
 PRECONDITION = 'nvmma shared: per-CTA block [8, 2, 4] below the 8 x 8 swizzle atom'  # the documented precondition that fails, if any
 SHARED = True
