@@ -32,6 +32,8 @@ GPU_CASES = {
     "triton-tma-cluster-store-copies-below-split.json": "tma_cluster_store_probe",
     "layout-ops-run-gather-cga.json": "layout_op_kernel",
     "layout-ops-run-reduce-linear-3.6.json": "layout_op_kernel",
+    "layout-ops-run-histogram-copies.json": "histogram_kernel",
+    "layout-ops-run-scan-max-rank3.json": "rank3_op_kernel",
 }
 
 
@@ -65,7 +67,9 @@ def test_gpu_script_is_python_without_layoutfuzz_naming_its_kernel(name):
     assert f"num_warps={p['num_warps']}" in launch
     ctas = p.get("num_ctas", 1 << len(p.get("splits", [])))
     assert (f"num_ctas={ctas}" in launch) == (ctas > 1)
-    if "shape" in p and "layout" in p:  # layout_ops_run: M, N, op and axis
+    if "shape" in p and "layout" in p and p["op"] == "histogram":  # layout_ops_run: a histogram's size and bins
+        assert f"M={p['shape'][0]}, B={p['bins']}" in launch
+    elif "shape" in p and "layout" in p:  # layout_ops_run: M, N, op and axis
         assert f"M={p['shape'][0]}, N={p['shape'][1]}" in launch and f"OP={p['op']!r}, AXIS={p['axis']}" in launch
     if "mma" in p:
         assert f"M={p['M']}, N={p['N']}, K={p['K']}" in launch

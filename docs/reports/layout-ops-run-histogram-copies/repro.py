@@ -1,4 +1,4 @@
-"""Gluon's convert_layout of a 4 x 4 tensor of int32 between two distributed linear layouts (1 warp(s), a cluster of 2 CTAs): a conversion moves each element to the thread the second layout names and must not change it, so the tensor stored from layout B equals the one loaded in layout A. The kernel also records each element's holder (its thread) in A and in B; only the data is checked here.
+"""Gluon's histogram of 2 int32 values in [0, 1) held in a valid 1-D distributed layout (distributed_linear, 1 warps) into 1 bins in a slice layout, the last value masked off: the counts must equal NumPy's bincount of the others.
 
 Needs Triton, torch, NumPy and a CUDA GPU of compute capability 9.0 (Hopper). Exits 1 while the problem shows, 0 once it is gone, 2 where it cannot run here."""
 import json
@@ -13,7 +13,7 @@ NEEDS_CUDA_CAPABILITY = (9, 0)  # Hopper (sm_90a)
 TIMEOUT_S = 300  # one tile: seconds to compile and run; past this the kernel hangs
 REFUSAL = 1  # the exit code where Triton refuses to compile the kernel
 REFUSAL_NOTE = ''
-EXPECTED = 'dst == src: the 16 int32 values unchanged by convert_layout'
+EXPECTED = "dst = NumPy's bincount of the values but the last, 1 bins, exactly"
 
 CHILD = r'''
 import json
@@ -67,43 +67,22 @@ def on_gpu(array, dtype=None):
 
 
 @gluon.jit
-def _tid_like(offsets):
-    """Whoever holds each element of ``offsets`` (same layout), as a thread of the cluster: ``%tid.x`` plus the CTA's
-    ``%cluster_ctarank`` times its threads (a kernel without a cluster is a cluster of one CTA: rank 0)."""
-    return ttgl.inline_asm_elementwise(
-        "{ .reg .u32 c, n, t; mov.u32 c, %cluster_ctarank; mov.u32 n, %ntid.x; mov.u32 t, %tid.x; mad.lo.u32 $0, c, n, t; }",
-        "=r,r", [offsets], dtype=ttgl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _offsets_2d(L: ttgl.constexpr, S0: ttgl.constexpr, S1: ttgl.constexpr):
-    i = ttgl.arange(0, S0, layout=ttgl.SliceLayout(1, L))
-    j = ttgl.arange(0, S1, layout=ttgl.SliceLayout(0, L))
-    return ttgl.expand_dims(i, 1) * S1 + ttgl.expand_dims(j, 0)
-
-
-@gluon.jit
-def convert_probe_2d(src, dst, tid_a, tid_b, A: ttgl.constexpr, B: ttgl.constexpr, S0: ttgl.constexpr, S1: ttgl.constexpr):
-    oa = _offsets_2d(A, S0, S1)
-    x = ttgl.load(src + oa)
-    ttgl.store(tid_a + oa, _tid_like(oa))
-    y = ttgl.convert_layout(x, B)
-    ob = _offsets_2d(B, S0, S1)
-    ttgl.store(dst + ob, y)
-    ttgl.store(tid_b + ob, _tid_like(ob))
+def histogram_kernel(src, dst, M: ttgl.constexpr, B: ttgl.constexpr, A: ttgl.constexpr, H: ttgl.constexpr):
+    # a histogram of B bins of M int32 values in the 1-D layout A (the last one masked off), into the layout H
+    offs = ttgl.arange(0, M, layout=A)
+    counts = ttgl.histogram(ttgl.load(src + offs), B, mask=offs < M - 1, layout=H)
+    ttgl.store(dst + ttgl.arange(0, B, layout=H), counts)
 
 
 inputs = dict(np.load(os.path.join(sys.argv[1], "inputs.npz")))
 try:
-    A = ttgl.DistributedLinearLayout([], [[1, 0], [2, 0], [0, 2], [0, 0], [0, 0]], [], [[0, 1]], [4, 4])
-    B = ttgl.DistributedLinearLayout([], [[1, 0], [2, 0], [0, 2], [0, 0], [0, 0]], [], [[0, 1]], [4, 4])
+    A = ttgl.DistributedLinearLayout(block_bases=[], lane_bases=[[1], [0], [0], [0], [0]], reg_bases=[[0]], shape=[2], warp_bases=[])
+    H = ttgl.SliceLayout(dim=1, parent=ttgl.BlockedLayout(cga_layout=[], order=[1, 0], size_per_thread=[1, 2], threads_per_warp=[8, 4], warps_per_cta=[1, 1]))
 except (TypeError, AttributeError) as exc:  # a class or argument this release lacks
     answer(unavailable=f"{type(exc).__name__}: {exc}")
 src = on_gpu(inputs["src"])
-dst = torch.zeros_like(src)
-tid_a = torch.full(src.shape, -1, dtype=torch.int32, device=src.device)
-tid_b = torch.full(src.shape, -1, dtype=torch.int32, device=src.device)
-launch(convert_probe_2d, src, dst, tid_a, tid_b, A=A, B=B, S0=4, S1=4, num_warps=1, num_ctas=2)
+dst = torch.zeros(1, dtype=torch.int32, device="cuda")
+launch(histogram_kernel, src, dst, M=2, B=1, A=A, H=H, num_warps=1)
 outputs = {"dst": dst.cpu().numpy()}
 np.savez(os.path.join(sys.argv[1], "outputs.npz"), **outputs)
 answer(done=True)
@@ -111,12 +90,14 @@ answer(done=True)
 
 
 def make_inputs():
-    values = np.random.default_rng(0).integers(-2147483648, 2147483647, 16, dtype=np.int32)
-    return {"src": values}  # row-major: element (i, j, ...) at its row-major offset
+    src = np.random.default_rng(0).integers(0, 1, 2).astype(np.int32)
+    return {"src": src}
 
 
 def expected(inputs):
-    return {"dst": inputs["src"]}  # convert_layout changes where elements live, never their values
+    x = inputs["src"]
+    out = np.bincount(x[: x.size - 1], minlength=1).astype(np.int32)  # the last value masked off
+    return {"dst": out}
 
 
 def finish(observed, code):
