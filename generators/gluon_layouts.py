@@ -22,7 +22,7 @@ from layoutfuzz.generators.source import Source, at_edge, bounded, permutation
 
 DISTRIBUTED = ("blocked", "slice", "dot_operand", "nvmma_distributed", "distributed_linear", "amd_mfma", "amd_wmma")
 SHARED = ("nvmma_shared", "swizzled_shared", "padded_shared", "shared_linear")
-MEMORY = ("tensor_memory",)
+MEMORY = ("tensor_memory", "tensor_memory_scales")
 KINDS = DISTRIBUTED + SHARED + MEMORY
 MAX_DEPTH = 3
 ODD = (3, 5, 6, 12, 24)  # non-powers of two a constructor takes
@@ -35,7 +35,8 @@ def case(source: Source) -> dict[str, Any]:
     rank = _rank(source, kind, edge)
     num_warps = 1 << source.integer(0, 5)
     layout = draw(source, kind, rank, num_warps, edge, depth=1)
-    shape = _shape(source, layout_rank(layout), edge, cga_shape(layout.get("cga_layout", [])))
+    shape_rank = rank if kind == "tensor_memory_scales" else layout_rank(layout)  # the scales layout has no rank
+    shape = _shape(source, shape_rank, edge, cga_shape(layout.get("cga_layout", [])))
     if kind == "distributed_linear":
         layout["shape"] = list(shape)
     return {"layout": layout, "shape": shape, "num_warps": num_warps, "edge": edge}
@@ -61,7 +62,7 @@ def layout_rank(layout: dict[str, Any]) -> int:
         return layout["rank"]
     if kind == "amd_wmma":
         return layout["rank"]
-    if kind in ("tensor_memory",):
+    if kind in ("tensor_memory", "tensor_memory_scales"):
         return 2
     if kind == "padded_shared":
         return len(layout["shape"])
@@ -78,6 +79,8 @@ def cga_shape(cga_layout: list[list[int]]) -> list[int]:
 
 
 def _rank(source: Source, kind: str, edge: bool) -> int:
+    if kind == "tensor_memory_scales":
+        return source.choice((1, 2, 3)) if edge else 2
     if kind in ("nvmma_distributed", "amd_mfma", "amd_wmma", "tensor_memory"):
         return 2 if not edge or kind == "tensor_memory" else source.choice((2, 3))
     if kind == "slice":
@@ -261,9 +264,15 @@ def _tensor_memory(source: Source, rank: int, num_warps: int, edge: bool, depth:
             "cga_layout": cga(source, 2, edge), "two_ctas": two_ctas}
 
 
+def _tensor_memory_scales(source: Source, rank: int, num_warps: int, edge: bool, depth: int) -> dict[str, Any]:
+    """Blackwell's tensor-memory layout of MMA scale factors: a CGA layout alone (its tensors are [M, K / 32]; at the
+    edges the shape drawn for it may have three dims, which only a Python error may refuse)."""
+    return {"kind": "tensor_memory_scales", "cga_layout": cga(source, 2, edge)}
+
+
 _DRAW = {
     "blocked": _blocked, "slice": _slice, "dot_operand": _dot_operand, "nvmma_distributed": _nvmma_distributed,
     "distributed_linear": _distributed_linear, "amd_mfma": _amd_mfma, "amd_wmma": _amd_wmma,
     "nvmma_shared": _nvmma_shared, "swizzled_shared": _swizzled_shared, "padded_shared": _padded_shared,
-    "shared_linear": _shared_linear, "tensor_memory": _tensor_memory,
+    "shared_linear": _shared_linear, "tensor_memory": _tensor_memory, "tensor_memory_scales": _tensor_memory_scales,
 }

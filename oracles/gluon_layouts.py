@@ -211,10 +211,17 @@ def _tensor_memory(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
     return None
 
 
+def _tensor_memory_scales(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
+    if len(shape) != 2:  # TensorMemoryScalesEncodingAttr lays out [M, K / 32] scale tensors
+        return f"tensor memory scales: a tensor of rank {len(shape)}, not [M, K / 32]"
+    return None
+
+
 _KIND_CHECKS = {"blocked": _blocked, "slice": _slice, "dot_operand": _dot_operand,
                 "nvmma_distributed": _nvmma_distributed, "nvmma_shared": _nvmma_shared,
                 "swizzled_shared": _swizzled_shared, "padded_shared": _padded_shared,
-                "distributed_linear": _linear, "shared_linear": _linear, "amd_wmma": _amd_wmma, "tensor_memory": _tensor_memory}
+                "distributed_linear": _linear, "shared_linear": _linear, "amd_wmma": _amd_wmma, "tensor_memory": _tensor_memory,
+                "tensor_memory_scales": _tensor_memory_scales}
 
 
 def cga_shape(bases: list[list[int]], rank: int) -> list[int]:

@@ -37,6 +37,8 @@ def nvmma_shared(swizzle: int, bits: int, rank: int, transposed=False, cga=()) -
     (blocked([]), [24], "tensor dims"),
     ({"kind": "tensor_memory", "block": [64, 1], "col_stride": 1, "cga_layout": [], "two_ctas": False}, [1, 2],
      "tensor memory"),
+    ({"kind": "tensor_memory_scales", "cga_layout": []}, [1], "tensor memory scales"),  # scales are [M, K / 32]
+    ({"kind": "tensor_memory_scales", "cga_layout": [[1, 0]]}, [128, 4, 2], "tensor memory scales"),
     ({"kind": "distributed_linear", "reg_bases": [[8]], "lane_bases": [[4], [0], [4], [1], [2]],
       "warp_bases": [[0], [1]], "block_bases": [], "shape": [16]}, [16], "linear bases"),  # lane 4 twice
 ])
@@ -51,6 +53,7 @@ def test_precondition_fails_where_documented(spec, shape, reason):
     (nvmma_shared(0, 8, 3, transposed=True), [8, 8, 8]),
     ({"kind": "nvmma_distributed", "version": [3, 0], "warps_per_cta": [4, 1], "instr_shape": [16, 64, 16],
       "cga_layout": [[1, 0]]}, [128, 64]),
+    ({"kind": "tensor_memory_scales", "cga_layout": [[1, 0]]}, [256, 4]),
 ])
 def test_precondition_holds_on_documented_inputs(spec, shape):
     assert oracle.precondition(spec, shape) is None

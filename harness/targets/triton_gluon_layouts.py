@@ -134,7 +134,8 @@ _GLUON_CLASS = {"blocked": "ttgl.BlockedLayout", "slice": "ttgl.SliceLayout", "d
                 "nvmma_distributed": "ttgl.NVMMADistributedLayout", "distributed_linear": "ttgl.DistributedLinearLayout",
                 "amd_mfma": "amd.AMDMFMALayout", "amd_wmma": "amd.AMDWMMALayout",
                 "nvmma_shared": "ttgl.NVMMASharedLayout", "swizzled_shared": "ttgl.SwizzledSharedLayout",
-                "shared_linear": "ttgl.SharedLinearLayout", "tensor_memory": "TensorMemoryLayout"}
+                "shared_linear": "ttgl.SharedLinearLayout", "tensor_memory": "TensorMemoryLayout",
+                "tensor_memory_scales": "TensorMemoryScalesLayout"}
 
 
 def gluon_source(spec: Mapping[str, Any]) -> str:
@@ -142,6 +143,8 @@ def gluon_source(spec: Mapping[str, Any]) -> str:
     if spec["kind"] == "padded_shared":
         return (f"ttgl.PaddedSharedLayout.with_identity_for({spec['interval_padding_pairs']!r}, {spec['shape']!r}, "
                 f"{spec['order']!r}, {spec['cga_layout']!r})")
+    if spec["kind"] == "tensor_memory_scales" and not spec["cga_layout"]:
+        return "TensorMemoryScalesLayout()"  # as every release takes it (3.8.0 added the CGA layout)
     args = ", ".join(f"{k}={gluon_source(v) if k == 'parent' else repr(v)}" for k, v in spec.items() if k != "kind")
     return f"{_GLUON_CLASS[spec['kind']]}({args})"
 
@@ -173,7 +176,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 
 try:
     from triton.experimental.gluon.language import amd
-    from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout
+    from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout{', TensorMemoryScalesLayout' if p['layout']['kind'] == 'tensor_memory_scales' else ''}
     LAYOUT = {gluon_source(p["layout"])}
 except (TypeError, AttributeError, ImportError) as exc:  # a class or argument this release does not have
     print("unavailable:", exc)

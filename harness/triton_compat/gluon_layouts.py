@@ -84,6 +84,11 @@ def from_spec(spec: dict[str, Any]) -> Any:
 
     args = {k: v for k, v in spec.items() if k != "kind"}
     kind = spec["kind"]
+    if kind == "tensor_memory_scales":
+        from triton.experimental.gluon.language.nvidia import blackwell
+
+        # an AttributeError where this release has none; before 3.8.0 it takes no CGA layout, and an empty one is none
+        return blackwell.TensorMemoryScalesLayout(**args) if args.get("cga_layout") else blackwell.TensorMemoryScalesLayout()
     if kind in ("slice", "dot_operand"):
         args["parent"] = from_spec(spec["parent"])
     if kind == "padded_shared":
