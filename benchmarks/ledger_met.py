@@ -11,6 +11,7 @@ so that an entry outside its range there is not counted as missed by it.
 from __future__ import annotations
 
 import argparse
+import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +33,37 @@ class Store:
 def parse_store(text: str) -> Store:
     label, _, rest = text.partition("=")
     folder, _, triton = rest.partition("@")
-    if not label or not folder or not (Path(folder) / "layoutfuzz.sqlite").exists():
-        raise argparse.ArgumentTypeError(f"{text!r}: want LABEL=DIR[@TRITON] with DIR/layoutfuzz.sqlite")
-    return Store(label, Path(folder), triton)
+    path = Path(folder)
+    if not label or not folder or not ((path / "layoutfuzz.sqlite").exists() or (path / "table.md").exists()):
+        raise argparse.ArgumentTypeError(f"{text!r}: want LABEL=DIR[@TRITON] with DIR/layoutfuzz.sqlite, or DIR/table.md "
+                                         "and DIR/reports (a campaign's folder brought back without its store)")
+    return Store(label, path, triton)
+
+
+def met_from_reports(folder: Path) -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
+    """``met`` of a campaign folder without its store: every non-pass case has a report; the cases per target are the
+    pass-rate table's "(all)" rows."""
+    buckets: dict[str, tuple[int, int]] = {}
+    for path in (folder / "reports").glob("*.json"):
+        if path.name.endswith(".reduced.json"):
+            continue
+        report = json.loads(path.read_text())
+        if report["outcome"] in ("pass", "unsupported"):
+            continue
+        first, count = buckets.get(report["bucket"], (report["case"]["index"], 0))
+        buckets[report["bucket"]] = (min(first, report["case"]["index"]), count + 1)
+    cases = {}
+    for line in (folder / "table.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 2 and cells[1] == "(all)":
+            cases[cells[0]] = int(cells[2].replace(",", ""))
+    return buckets, cases
 
 
 def met(store: Store) -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
     """Per bucket its first case index and count; per target its cases."""
+    if not (store.folder / "layoutfuzz.sqlite").exists():
+        return met_from_reports(store.folder)
     with sqlite3.connect(store.folder / "layoutfuzz.sqlite") as db:
         buckets = {b: (first, n) for b, first, n in db.execute(
             "SELECT bucket, MIN(idx), COUNT(*) FROM outcomes WHERE outcome NOT IN ('pass', 'unsupported') GROUP BY bucket")}
@@ -56,6 +81,8 @@ def table(stores: list[Store], known: dict) -> pd.DataFrame:
             continue
         best = None
         for store in stores:
+            if store.triton and problem.first_bad and not problem.present_in(store.triton, parse_version):
+                continue  # a release outside the entry's range: what meets its signatures there is another cause
             buckets, cases = seen[store.label]
             hits = [buckets[b] for b in problem.buckets if b in buckets]
             if not hits:
