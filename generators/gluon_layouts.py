@@ -236,7 +236,13 @@ def _nvmma_shared(source: Source, rank: int, num_warps: int, edge: bool, depth: 
 
 
 def _swizzled_shared(source: Source, rank: int, num_warps: int, edge: bool, depth: int) -> dict[str, Any]:
+    """Powers of two up to 16; at the edges one of vec, per_phase and max_phase a non-power of two; one of them zero
+    in one case of 16 (one of 4 at the edges, whose ranks are 1 and 4 alone): the constructor takes any integer, and
+    only a Python error may refuse one."""
     vec, per_phase, max_phase = (_maybe_odd(source, [1 << source.integer(0, 4) for _ in range(3)], edge))
+    if source.integer(0, 3 if edge else 15) == 0:
+        zero = source.integer(0, 2)
+        vec, per_phase, max_phase = [0 if i == zero else v for i, v in enumerate((vec, per_phase, max_phase))]
     return {"kind": "swizzled_shared", "vec": vec, "per_phase": per_phase, "max_phase": max_phase,
             "order": permutation(source, rank), "cga_layout": cga(source, rank, edge)}
 
