@@ -60,7 +60,15 @@ def precondition(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
     if not all(is_pow2(s) for s in shape):
         return f"tensor dims: {list(shape)} not powers of two"
     tiles = None if root_kind(spec).endswith("_linear") else _cga_precondition(cga_bases(spec), shape)
-    return tiles or _parent_cga_precondition(spec) or _kind_precondition(spec, shape)
+    return tiles or _parent_cga_precondition(spec) or _kind_precondition(spec, shape) or _cga_rank(spec, shape)
+
+
+def _cga_rank(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
+    """A CGA layout's bases are coordinates of the tensor: one entry a dim."""
+    bases = [] if root_kind(spec).endswith("_linear") else cga_bases(spec)
+    if bases and len(bases[0]) != len(shape):
+        return f"cga layout: bases of rank {len(bases[0])} for a tensor of rank {len(shape)}"
+    return None
 
 
 def _parent_cga_precondition(spec: dict[str, Any]) -> str | None:
@@ -226,7 +234,7 @@ _KIND_CHECKS = {"blocked": _blocked, "slice": _slice, "dot_operand": _dot_operan
 
 def cga_shape(bases: list[list[int]], rank: int) -> list[int]:
     """CTAs along each dim (Gluon's ``_get_shape_per_cta``: the largest basis entry times two, or 1)."""
-    return [2 * max((b[d] for b in bases), default=0) or 1 for d in range(rank)]
+    return [2 * max((b[d] for b in bases if d < len(b)), default=0) or 1 for d in range(rank)]  # a missing dim: unsplit
 
 
 def shape_per_cta(shape: Sequence[int], bases: list[list[int]]) -> list[int]:

@@ -37,6 +37,7 @@ def nvmma_shared(swizzle: int, bits: int, rank: int, transposed=False, cga=()) -
     (blocked([]), [24], "tensor dims"),
     ({"kind": "tensor_memory", "block": [64, 1], "col_stride": 1, "cga_layout": [], "two_ctas": False}, [1, 2],
      "tensor memory"),
+    (nvmma_shared(0, 16, 3, cga=[[0, 0]]), [1, 16, 64], "cga layout"),  # bases of rank 2 for a rank-3 tensor
     ({"kind": "tensor_memory_scales", "cga_layout": []}, [1], "tensor memory scales"),  # scales are [M, K / 32]
     ({"kind": "tensor_memory_scales", "cga_layout": [[1, 0]]}, [128, 4, 2], "tensor memory scales"),
     ({"kind": "distributed_linear", "reg_bases": [[8]], "lane_bases": [[4], [0], [4], [1], [2]],
