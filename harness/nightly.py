@@ -1,7 +1,8 @@
 """The nightly: first re-run every open root cause's stored reproducer (cheap and deterministic),
 then explore tonight's dated campaign, reduce each bucket with no reduced reproducer on file (the ledger's or an
-earlier night's), and judge every root cause against the root's memory and the ledger: new (fails the night), regressed (fails it), persisting, known, fixed
-(only when its reproducer passed tonight). Absence from tonight's sample proves nothing."""
+earlier night's), and judge every root cause against the root's memory and the ledger: new (fails the night),
+regressed (fails it), persisting, known, fixed (only when its reproducer passed tonight). Absence from tonight's
+sample proves nothing."""
 
 from __future__ import annotations
 
