@@ -80,9 +80,9 @@ def table(stores: list[Store], known: dict) -> pd.DataFrame:
         if problem.attribution != "system under test":
             continue
         best = None
-        for store in stores:
-            if store.triton and problem.first_bad and not problem.present_in(store.triton, parse_version):
-                continue  # a release outside the entry's range: what meets its signatures there is another cause
+        # a release outside the entry's range does not count: what meets its signatures there is another cause
+        in_range = [s for s in stores if not (s.triton and problem.first_bad and not problem.present_in(s.triton, parse_version))]
+        for store in in_range:
             buckets, cases = seen[store.label]
             hits = [buckets[b] for b in problem.buckets if b in buckets]
             if not hits:
@@ -91,8 +91,7 @@ def table(stores: list[Store], known: dict) -> pd.DataFrame:
             per = sum(cases.get(t, 0) for t in problem.targets)
             if best is None or first < best[1]:
                 best = (store.label, first, round(1000 * count / max(per, 1), 1))
-        ran = [s.label for s in stores if set(problem.targets) & set(seen[s.label][1])
-               and not (s.triton and problem.first_bad and not problem.present_in(s.triton, parse_version))]
+        ran = [s.label for s in in_range if set(problem.targets) & set(seen[s.label][1])]
         rows.append({"system": problem.target.split(".")[0], "entry": problem.title[:80],
                      "met in": best[0] if best else "not met",
                      "cases needed": best[1] if best else None, "met per 1,000": best[2] if best else None,

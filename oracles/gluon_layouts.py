@@ -220,9 +220,8 @@ def _tensor_memory(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
 
 
 def _tensor_memory_scales(spec: dict[str, Any], shape: Sequence[int]) -> str | None:
-    if len(shape) != 2:  # TensorMemoryScalesEncodingAttr lays out [M, K / 32] scale tensors
-        return f"tensor memory scales: a tensor of rank {len(shape)}, not [M, K / 32]"
-    return None
+    wrong = _rank_matches(2, shape)  # TensorMemoryScalesEncodingAttr lays out [M, K / 32] scale tensors
+    return wrong and f"tensor memory scales: {wrong}"
 
 
 _KIND_CHECKS = {"blocked": _blocked, "slice": _slice, "dot_operand": _dot_operand,

@@ -21,7 +21,7 @@ from layoutfuzz.generators.space import Parameter, Space
 from layoutfuzz.harness.compare import Comparison, compare_values
 from layoutfuzz.harness.target import Unsupported
 from layoutfuzz.harness.triton_compat.builder import builder
-from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget, from_spec, num_ctas
+from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget, constructor_args, from_spec, num_ctas
 from layoutfuzz.harness.triton_compat.layouts import bases, in_triton_convention, shared_layout
 from layoutfuzz.oracles import gluon_layouts as oracle
 from layoutfuzz.reports.signatures import normalise
@@ -143,9 +143,7 @@ def gluon_source(spec: Mapping[str, Any]) -> str:
     if spec["kind"] == "padded_shared":
         return (f"ttgl.PaddedSharedLayout.with_identity_for({spec['interval_padding_pairs']!r}, {spec['shape']!r}, "
                 f"{spec['order']!r}, {spec['cga_layout']!r})")
-    if spec["kind"] == "tensor_memory_scales" and not spec["cga_layout"]:
-        return "TensorMemoryScalesLayout()"  # as every release takes it (3.8.0 added the CGA layout)
-    args = ", ".join(f"{k}={gluon_source(v) if k == 'parent' else repr(v)}" for k, v in spec.items() if k != "kind")
+    args = ", ".join(f"{k}={gluon_source(v) if k == 'parent' else repr(v)}" for k, v in constructor_args(spec).items())
     return f"{_GLUON_CLASS[spec['kind']]}({args})"
 
 

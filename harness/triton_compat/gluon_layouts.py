@@ -80,15 +80,10 @@ def from_spec(spec: dict[str, Any]) -> Any:
     """The Gluon layout object a ``generators.gluon_layouts`` dict describes (its constructor may refuse)."""
     from triton.experimental.gluon import language as ttgl
     from triton.experimental.gluon.language import amd
-    from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout
+    from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout, TensorMemoryScalesLayout
 
-    args = {k: v for k, v in spec.items() if k != "kind"}
+    args = constructor_args(spec)
     kind = spec["kind"]
-    if kind == "tensor_memory_scales":
-        from triton.experimental.gluon.language.nvidia import blackwell
-
-        # an AttributeError where this release has none; before 3.8.0 it takes no CGA layout, and an empty one is none
-        return blackwell.TensorMemoryScalesLayout(**args) if args.get("cga_layout") else blackwell.TensorMemoryScalesLayout()
     if kind in ("slice", "dot_operand"):
         args["parent"] = from_spec(spec["parent"])
     if kind == "padded_shared":
@@ -98,8 +93,16 @@ def from_spec(spec: dict[str, Any]) -> Any:
                "nvmma_distributed": ttgl.NVMMADistributedLayout, "distributed_linear": ttgl.DistributedLinearLayout,
                "amd_mfma": amd.AMDMFMALayout, "amd_wmma": amd.AMDWMMALayout, "nvmma_shared": ttgl.NVMMASharedLayout,
                "swizzled_shared": ttgl.SwizzledSharedLayout, "shared_linear": ttgl.SharedLinearLayout,
-               "tensor_memory": TensorMemoryLayout}
+               "tensor_memory": TensorMemoryLayout, "tensor_memory_scales": TensorMemoryScalesLayout}
     return classes[kind](**args)
+
+
+def constructor_args(spec: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of a layout dict's Gluon constructor: the dict but its kind, and a tensor-memory scales
+    layout's empty CGA layout left out (before 3.8.0 it takes none, and an empty one is none)."""
+    if spec["kind"] == "tensor_memory_scales" and not spec.get("cga_layout"):
+        return {}
+    return {k: v for k, v in spec.items() if k != "kind"}
 
 
 def num_ctas(spec: dict[str, Any]) -> int:

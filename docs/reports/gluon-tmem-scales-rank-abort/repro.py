@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-PRECONDITION = 'tensor memory scales: a tensor of rank 1, not [M, K / 32]'  # the documented precondition that fails, if any
+PRECONDITION = 'tensor memory scales: rank: a rank-2 layout for a rank-1 tensor'  # the documented precondition that fails, if any
 SHARED = False
 
 CHILD = r"""
