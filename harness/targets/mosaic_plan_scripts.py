@@ -11,9 +11,11 @@ from layoutfuzz.harness.targets.mosaic_transfer_scripts import (
     SCRIPTS,
     _constants,
     _literal,
+    _oracle_source,
     _script,
     _tiled_source,
 )
+from layoutfuzz.oracles.mosaic_transfers import _digits
 
 # script text: the bank model and the plans (trivial, staggered) a refusal is judged against
 TRANSFER_DEFS = '''
@@ -45,16 +47,6 @@ def conflicts(starts, nbytes):
         if shared:
             found.append((phase, *shared[0]))
     return found
-
-
-def digits_of(value, parts):
-    """A warp or lane number split over its (tiled dim or None for a replication, size) parts, major first."""
-    out = {}
-    for dim, size in reversed(parts):
-        if dim is not None:
-            out[dim] = value % size
-        value //= size
-    return out
 
 
 class Transfer:
@@ -211,6 +203,9 @@ def candidates(t, nested, where, search=SEARCH):
                 name = (f"fa.StaggeredTransferPlan(stagger={stagger}, dim={where.index(dim)}, size={size}, "
                         f"group_stride={group_stride})")
                 yield name, staggered(nested, stagger, dim, size, group_stride)
+''' + _oracle_source(_digits) + '''
+
+digits_of = _digits  # a warp or lane number over its (dim or None, size) parts
 '''
 
 SEARCH = 60  # staggered plans tried before a refusal is judged right (the target's search)

@@ -179,16 +179,6 @@ def conflicts(starts, nbytes):
     return found
 
 
-def digits_of(value, parts):
-    """A warp or lane number split over its (tiled dim or None for a replication, size) parts, major first."""
-    out = {}
-    for dim, size in reversed(parts):
-        if dim is not None:
-            out[dim] = value % size
-        value //= size
-    return out
-
-
 class Transfer:
     """The accesses of a transfer of the SHAPE array held in ``layout`` to or from the SMEM ref NESTED_SHAPE,
     NESTED_STRIDES (in elements of BITS bits), by the layout's definition (the TiledLayout docstring): the warps, the
@@ -343,6 +333,18 @@ def candidates(t, nested, where, search=SEARCH):
                 name = (f"fa.StaggeredTransferPlan(stagger={stagger}, dim={where.index(dim)}, size={size}, "
                         f"group_stride={group_stride})")
                 yield name, staggered(nested, stagger, dim, size, group_stride)
+
+
+def _digits(value: int, parts: Sequence[tuple[int | None, int]]) -> dict[int, int]:
+    out = {}
+    for dim, size in reversed(parts):
+        if dim is not None:
+            out[dim] = value % size
+        value //= size
+    return out
+
+
+digits_of = _digits  # a warp or lane number over its (dim or None, size) parts
 
 
 try:
