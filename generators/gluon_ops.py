@@ -6,7 +6,8 @@ preconditions hold are drawn: the operations, not the layouts, are under test he
 
 ``compile_case`` (the compile target's) draws beyond ``case`` (which ``triton.layout_ops_run`` shares): scans and
 reductions with a user-written combine (a max-scan, a (value, index) scan forwards or reversed, an argmax-style
-(value, index) reduction), every operation on rank-3 tiles (blocked, slices of rank-4 parents, dot operands of
+(value, index) reduction), a masked ``atomic_add`` of the tile (each element once, where the layout holds it in several
+threads), every operation on rank-3 tiles (blocked, slices of rank-4 parents, dot operands of
 blocked parents, linear layouts), and ``histogram`` of a 1-D tensor (its only rank) from and into any 1-D
 distributed layout (blocked, slices of rank-2 layouts, linear layouts), 1 to 1024 bins and, at the edges, a count
 that is not a power of two."""
@@ -20,7 +21,8 @@ from layoutfuzz.generators.source import Source, at_edge, permutation
 
 OPS = ("sum", "max", "cumsum", "permute", "reshape", "join_split", "gather", "broadcast")
 KINDS = ("blocked", "slice", "nvmma_distributed", "dot_operand", "distributed_linear")
-EXTRA_OPS = ("scan_max", "scan_pair", "reduce_pair", "histogram")  # user-written combines, and histograms
+EXTRA_OPS = ("scan_max", "scan_pair", "reduce_pair", "histogram", "atomic_add")  # user-written combines, histograms,
+# and a masked atomic add (each element added once, however many threads the layout gives it)
 ALL_OPS = OPS + EXTRA_OPS
 SCANS = ("cumsum", "scan_max", "scan_pair")
 KINDS_3D = ("blocked", "slice", "dot_operand", "distributed_linear")  # kinds of rank-3 distributed layouts on NVIDIA
@@ -38,14 +40,14 @@ def case(source: Source, valid: Any, op: str | None = None) -> dict[str, Any]:
         num_warps = 1 << source.integer(0, 4)
         kind = source.choice(KINDS)
         shape = _shape(source, edge)
-        per_thread = 16 if op == "gather" else 64  # a gather's lowering grows with the square of it (15 s at 64)
+        per_thread = 16 if op in ("gather", "atomic_add") else 64  # a gather's lowering grows with its square (15 s at 64)
         while shape[0] * shape[1] > per_thread * 32 * num_warps:  # compile in seconds
             shape[shape.index(max(shape))] //= 2
         if kind == "distributed_linear":
             layout = linear_layout(source, shape, num_warps, source.choice((0, 0, 1, 2)))
         else:
             layout = gluon_layouts.draw(source, kind, 2, num_warps, edge, depth=2)
-        if gluon_layouts.layout_rank(layout) == 2 and not _amd(layout) and valid(layout, shape):
+        if gluon_layouts.layout_rank(layout) == 2 and not is_amd(layout) and valid(layout, shape):
             return {"op": op, "axis": axis, "layout": layout, "shape": shape, "num_warps": warps_of(layout, num_warps),
                     "edge": edge}
     layout = {"kind": "blocked", "size_per_thread": [1, 1], "threads_per_warp": [4, 8], "warps_per_cta": [1, 1],
@@ -77,14 +79,14 @@ def rank3_case(source: Source, valid: Any, op: str) -> dict[str, Any]:
             shape = [source.choice((1, 2, 32)) for _ in range(3)]
         else:
             shape = [1 << source.integer(0, 5) for _ in range(3)]
-        per_thread = 16 if op == "gather" else 64
+        per_thread = 16 if op in ("gather", "atomic_add") else 64
         while shape[0] * shape[1] * shape[2] > per_thread * 32 * num_warps:
             shape[shape.index(max(shape))] //= 2
         if kind == "distributed_linear":
             layout = linear_layout(source, shape, num_warps, source.choice((0, 0, 1, 2)))
         else:
             layout = gluon_layouts.draw(source, kind, 3, num_warps, edge, depth=2)
-        if gluon_layouts.layout_rank(layout) == 3 and not _amd(layout) and valid(layout, shape):
+        if gluon_layouts.layout_rank(layout) == 3 and not is_amd(layout) and valid(layout, shape):
             return {"op": op, "axis": axis, "layout": layout, "shape": shape, "num_warps": warps_of(layout, num_warps),
                     "edge": edge}
     layout = {"kind": "blocked", "size_per_thread": [1, 1, 1], "threads_per_warp": [2, 4, 4], "warps_per_cta": [1, 1, 1],
@@ -107,7 +109,7 @@ def histogram_case(source: Source, valid: Any) -> dict[str, Any]:
         dst = one_d_layout(source, bins if bins & (bins - 1) == 0 else 1 << bins.bit_length(), num_warps, edge)
         if bins & (bins - 1) and dst["kind"] == "distributed_linear":
             continue  # a linear layout names its (power-of-two) shape
-        if (_cta_bits(layout) == _cta_bits(dst) and not _amd(layout) and not _amd(dst) and valid(layout, [m])
+        if (cta_bits(layout) == cta_bits(dst) and not is_amd(layout) and not is_amd(dst) and valid(layout, [m])
                 and valid(dst, [bins if bins & (bins - 1) == 0 else 1 << bins.bit_length()])
                 and warps_of(layout, num_warps) == warps_of(dst, num_warps)):
             return {"op": "histogram", "axis": 0, "layout": layout, "shape": [m], "bins": bins, "dst_layout": dst,
@@ -127,15 +129,15 @@ def one_d_layout(source: Source, size: int, num_warps: int, edge: bool) -> dict[
     return gluon_layouts.draw(source, kind, 1, num_warps, edge, depth=2)
 
 
-def _cta_bits(layout: dict[str, Any]) -> int:
+def cta_bits(layout: dict[str, Any]) -> int:
     if "parent" in layout:
-        return _cta_bits(layout["parent"])
+        return cta_bits(layout["parent"])
     return len(layout.get("cga_layout", layout.get("block_bases", [])))
 
 
-def _amd(layout: dict[str, Any]) -> bool:
+def is_amd(layout: dict[str, Any]) -> bool:
     """AMD layouts have no lowering for an NVIDIA target."""
-    return layout["kind"].startswith("amd") or ("parent" in layout and _amd(layout["parent"]))
+    return layout["kind"].startswith("amd") or ("parent" in layout and is_amd(layout["parent"]))
 
 
 def _shape(source: Source, edge: bool) -> list[int]:

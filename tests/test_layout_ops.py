@@ -159,9 +159,10 @@ def test_op_preconditions_of_the_new_ops():
     {"op": "scan_pair", "axis": 2, "layout": BLOCKED_3D, "shape": [4, 8, 16], "reverse": True},
     {"op": "reduce_pair", "axis": 1, "layout": NVMMA, "shape": [64, 32]},
     {"op": "reduce_pair", "axis": 0, "layout": SLICE_OF_RANK4, "shape": [4, 8, 16]},
+    {"op": "atomic_add", "axis": 0, "layout": NVMMA, "shape": [64, 32]},
     *({"op": op, "axis": axis, "layout": BLOCKED_3D, "shape": [4, 8, 16]}
       for op, axis in (("sum", 0), ("max", 2), ("cumsum", 1), ("permute", 0), ("permute", 1), ("permute", 2),
-                       ("reshape", 1), ("join_split", 2), ("gather", 1), ("broadcast", 2))),
+                       ("reshape", 1), ("join_split", 2), ("gather", 1), ("broadcast", 2), ("atomic_add", 1))),
 ], ids=lambda p: f"{p['op']}-{len(p['shape'])}d-{p['layout']['kind']}-axis{p['axis']}")
 def test_hand_written_new_kernels_compile(params):
     target = TritonLayoutOps()

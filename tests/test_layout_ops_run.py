@@ -90,6 +90,7 @@ Z = np.array([[[1, -2], [3, 0]], [[-1, 4], [2, 2]]], np.float32)  # 2 x 2 x 2, o
     ("broadcast", 0, False, [0, -6, 0, -2, -2, 0, -1, 0]),
     ("reshape", 1, False, [1, -2, 3, 0, -1, 4, 2, 2]),
     ("join_split", 2, False, [3, -3, 7, 1, -1, 9, 5, 5]),
+    ("atomic_add", 0, False, [1, 0, 3, 0, 0, 4, 2, 0]),  # offsets 1, 4 and 7 masked off
 ])
 def test_rank3_tiles_by_hand(op, axis, reverse, want):
     assert expected_output(op, axis, Z, reverse).tolist() == want

@@ -330,7 +330,8 @@ class CuteAlgebraTarget(Target):
             if op == "swizzle":
                 return {"op": op, "a": layout(source, kind=kind, edge=edge), **extra}
         product = op.endswith("product")
-        a = layout(source, kind=kind, edge=edge, max_size=32 if product else 256)
+        single_modes = product and source.integer(0, 3) == 0  # a product of one-mode layouts, as CuTe's examples write
+        a = layout(source, kind=kind, edge=edge, max_size=32 if product else 256, most=1 if single_modes else 4)
         if op == "complement":
             return {"op": op, "a": a, "m": max(1, _layout(a).cosize()) * source.choice((1, 2, 3, 4))}
         shapes = pre.coalesced_shapes(_layout(a))
@@ -339,7 +340,7 @@ class CuteAlgebraTarget(Target):
         elif op in INTEGER_TILER_OPS and source.integer(0, 3) == 0:  # an integer tiler: CuTe's n is the layout n:1
             b = source.choice(SHAPES_ANY[1:8])
         elif product:
-            b = layout(source, kind=source.choice(KINDS), max_size=8)
+            b = layout(source, kind="nested" if single_modes else source.choice(KINDS), max_size=8, most=1 if single_modes else 4)
         else:
             b = tiler(source, shapes, max_size=_layout(a).size() if op != "composition" else 64)
         return {"op": op, "a": a, "b": b, **(extra if op in FUNCTION_OPS else {})}

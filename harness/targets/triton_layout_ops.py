@@ -229,26 +229,38 @@ def standalone_script(case: Case) -> str:
     """A script that needs only Triton: the case's kernel written out, compiled for sm_90a on a CPU in a child
     process (Triton's cache off, so that each run compiles); exits 1 while Triton refuses, aborts or takes longer
     than ``COMPILE_LIMIT_S`` on it, 0 once it compiles in time, 2 where this release's Gluon cannot build the layout."""
+    p = case.params
+    name, constexprs, dtype = kernel_call(p)
+    if name == "layout_op_kernel":
+        needed: tuple[str, ...] = (name,)
+    else:  # the kernel and the functions it calls, each as the user writes it
+        needed = ("max_combine", "argmax_combine", "store_tile", "apply_op", name) if name != "histogram_kernel" else (name,)
+    tile = " x ".join(str(d) for d in p["shape"])
+    what = (f"a histogram of {p['bins']} bins of {tile} values" if p["op"] == "histogram" else
+            f"{p['op']} over axis {p['axis']}{' reversed' if p.get('reverse') else ''} of a {tile} tile")
+    layouts = {"A": ("LAYOUT", p["layout"])}
+    if "dst_layout" in p:
+        layouts["H"] = ("DST_LAYOUT", p["dst_layout"])
+    return compile_script(p, (name, constexprs, dtype), needed, what, layouts)
+
+
+def compile_script(p: Mapping[str, Any], call: tuple[str, dict[str, Any], str], needed: tuple[str, ...], what: str,
+                   layouts: Mapping[str, tuple[str, Any]]) -> str:
+    """The script of ``standalone_script`` for any kernel of ``gluon_op_kernels``: ``call`` is (kernel, constexprs,
+    pointer type), ``needed`` the kernel and the functions it calls, ``layouts`` each layout constexpr's (variable
+    name, layout dict), a None layout passed as None."""
     import inspect
 
     from layoutfuzz.harness.targets.script_parts import TRITON_CHILD_ENV
     from layoutfuzz.harness.targets.triton_gluon_layouts import gluon_source
     from layoutfuzz.harness.triton_compat import gluon_op_kernels
 
-    p = case.params
-    name, constexprs, dtype = kernel_call(p)
-    if name == "layout_op_kernel":
-        kernel = inspect.getsource(gluon_op_kernels.layout_op_kernel.fn)
-    else:  # the kernel and the functions it calls, each as the user writes it
-        needed = ("max_combine", "argmax_combine", "store_tile", "apply_op", name) if name != "histogram_kernel" else (name,)
-        kernel = "\n\n".join(inspect.getsource(getattr(gluon_op_kernels, f).fn) for f in needed)
-    tile = " x ".join(str(d) for d in p["shape"])
-    what = (f"a histogram of {p['bins']} bins of {tile} values" if p["op"] == "histogram" else
-            f"{p['op']} over axis {p['axis']}{' reversed' if p.get('reverse') else ''} of a {tile} tile")
-    layouts = f"LAYOUT = {gluon_source(p['layout'])}"
-    if "dst_layout" in p:
-        layouts += f"\n    DST_LAYOUT = {gluon_source(p['dst_layout'])}"
-    literal = "{" + ", ".join(f"{k!r}: {dict(A='LAYOUT', H='DST_LAYOUT').get(k, repr(v))}" for k, v in constexprs.items()) + "}"
+    name, constexprs, dtype = call
+    kernel = "\n\n".join(inspect.getsource(getattr(gluon_op_kernels, f).fn) for f in needed)
+    given = [(var, spec) for var, spec in layouts.values() if spec is not None]
+    layouts_source = "\n    ".join(f"{var} = {gluon_source(spec)}" for var, spec in given)
+    names = {k: var if spec is not None else "None" for k, (var, spec) in layouts.items()}
+    literal = "{" + ", ".join(f"{k!r}: {names.get(k, repr(v))}" for k, v in constexprs.items()) + "}"
     return f'''"""A Gluon kernel a user writes ({what} in a valid layout), compiled
 for sm_90a: it is expected to compile, within {COMPILE_LIMIT_S} s. Needs only Triton (no GPU)."""
 import os
@@ -267,7 +279,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 {kernel}
 
 try:
-    {layouts}
+    {layouts_source}
 except (TypeError, AttributeError) as exc:  # a class or argument this release does not have
     print("unavailable:", exc)
     raise SystemExit(0)

@@ -117,6 +117,8 @@ def apply_op(dst, x, offs, A: ttgl.constexpr, OP: ttgl.constexpr, AXIS: ttgl.con
         ttgl.store(dst + offs, ttgl.convert_layout(a + b, A))
     elif OP == "gather":
         ttgl.store(dst + offs, ttgl.gather(x, (offs * 7) % x.shape[AXIS], AXIS))
+    elif OP == "atomic_add":  # each element added once, however many threads the layout gives it; a third masked
+        ttgl.atomic_add(dst + offs, x, mask=offs % 3 != 1)
     else:  # broadcast: a reduction expanded back and broadcast against its operand
         ttgl.store(dst + offs, x - ttgl.expand_dims(ttgl.max(x, AXIS), AXIS))
 
@@ -148,4 +150,73 @@ def histogram_kernel(src, dst, M: ttgl.constexpr, B: ttgl.constexpr, A: ttgl.con
     ttgl.store(dst + ttgl.arange(0, B, layout=H), counts)
 
 
-EXTRA_KERNELS = (max_combine, argmax_combine, store_tile, apply_op, rank2_op_kernel, rank3_op_kernel, histogram_kernel)
+# Chains of operations (``triton.layout_chains``): each step takes the layout Gluon inferred for the step before.
+
+
+@gluon.jit
+def add_combine(a, b):
+    return a + b
+
+
+@gluon.jit
+def chain_step(x, STEP: ttgl.constexpr, AXIS: ttgl.constexpr, B: ttgl.constexpr):
+    # one step of a chain (generators.gluon_chains.STEPS) on x in whatever layout it has; "none" leaves it
+    if STEP == "sum":
+        y = ttgl.sum(x, AXIS)
+    elif STEP == "max":
+        y = ttgl.max(x, AXIS)
+    elif STEP == "keep":  # a reduction expanded back: expand_dims takes only the layout sliced on its axis
+        y = ttgl.expand_dims(ttgl.sum(x, AXIS), AXIS)
+    elif STEP == "center":
+        y = x - ttgl.expand_dims(ttgl.max(x, AXIS), AXIS)
+    elif STEP == "cumsum":  # a running sum as associative_scan with an add combine (every release has it)
+        y = ttgl.associative_scan(x, AXIS, add_combine)
+    elif STEP == "trans":
+        if len(x.shape) == 2:
+            y = ttgl.permute(x, (1, 0))
+        else:
+            y = ttgl.permute(x, (2, 1, 0))
+    elif STEP == "rot":
+        y = ttgl.permute(x, (1, 2, 0))
+    elif STEP == "flat":
+        y = ttgl.reshape(x, [x.numel])
+    elif STEP == "unflat":
+        if len(x.shape) == 1:
+            y = ttgl.reshape(x, [2, x.shape[0] // 2])
+        else:
+            y = ttgl.reshape(x, [x.shape[0], 2, x.shape[1] // 2])
+    elif STEP == "join":
+        y = ttgl.join(x, x + 1)
+    elif STEP == "split":
+        a, b = ttgl.split(x)
+        y = a * 2 + b
+    elif STEP == "convert":
+        y = ttgl.convert_layout(x, B)
+    else:
+        y = x
+    return y
+
+
+@gluon.jit
+def chain_rank2_kernel(src, dst, M: ttgl.constexpr, N: ttgl.constexpr, A: ttgl.constexpr, B: ttgl.constexpr,
+                       S1: ttgl.constexpr, X1: ttgl.constexpr, S2: ttgl.constexpr, X2: ttgl.constexpr,
+                       S3: ttgl.constexpr, X3: ttgl.constexpr):
+    rows = ttgl.arange(0, M, layout=ttgl.SliceLayout(1, A))
+    cols = ttgl.arange(0, N, layout=ttgl.SliceLayout(0, A))
+    x = ttgl.load(src + rows[:, None] * N + cols[None, :])
+    store_tile(dst, chain_step(chain_step(chain_step(x, S1, X1, B), S2, X2, B), S3, X3, B))
+
+
+@gluon.jit
+def chain_rank3_kernel(src, dst, M: ttgl.constexpr, N: ttgl.constexpr, K: ttgl.constexpr, A: ttgl.constexpr,
+                       B: ttgl.constexpr, S1: ttgl.constexpr, X1: ttgl.constexpr, S2: ttgl.constexpr,
+                       X2: ttgl.constexpr, S3: ttgl.constexpr, X3: ttgl.constexpr):
+    d0 = ttgl.arange(0, M, layout=ttgl.SliceLayout(1, ttgl.SliceLayout(2, A)))
+    d1 = ttgl.arange(0, N, layout=ttgl.SliceLayout(0, ttgl.SliceLayout(2, A)))
+    d2 = ttgl.arange(0, K, layout=ttgl.SliceLayout(0, ttgl.SliceLayout(1, A)))
+    x = ttgl.load(src + d0[:, None, None] * (N * K) + d1[None, :, None] * K + d2[None, None, :])
+    store_tile(dst, chain_step(chain_step(chain_step(x, S1, X1, B), S2, X2, B), S3, X3, B))
+
+
+EXTRA_KERNELS = (max_combine, argmax_combine, store_tile, apply_op, rank2_op_kernel, rank3_op_kernel, histogram_kernel,
+                 add_combine, chain_step, chain_rank2_kernel, chain_rank3_kernel)
