@@ -163,7 +163,9 @@ def test_the_output_buffer_holds_the_chain_first_and_a_wrong_value_is_named_by_t
     want = {"output": out.tolist()}
     bad = {"output": [*out.tolist()[:-1], out[-1] + 1]}
     verdict = target.compare(case, want, bad)
-    assert not verdict.ok and verdict.signature == "join>trans: wrong values" and verdict.mismatch_count == 1
+    assert not verdict.ok and verdict.signature == "data movement: wrong values" and verdict.mismatch_count == 1
+    assert run.lowering({"steps": [["trans", 0], ["keep", 1]]}) == "reduction"
+    assert run.lowering({"steps": [["cumsum", 0], ["flat", 0]]}) == "scan"
     assert target.compare(case, want, want).ok
 
 

@@ -46,6 +46,16 @@ def why_not(p: Mapping[str, Any]) -> str | None:
     return None
 
 
+def lowering(p: Mapping[str, Any]) -> str:
+    """The lowering a wrong value is signed with (one bug, one bucket, whatever steps surround it): "reduction" where
+    the chain reduces (sum, max, keep, center), else "scan" where it scans, else "data movement" (permutes, reshapes,
+    join, split, conversions)."""
+    steps = {step for step, _ in p["steps"]}
+    if steps & {"sum", "max", "keep", "center"}:
+        return "reduction"
+    return "scan" if "cumsum" in steps else "data movement"
+
+
 def tile(index: int, shape: list[int]) -> np.ndarray:
     """The case's input: integers from -4 to 4 in float32 (sums of up to 2^12 of them are exact)."""
     return np.random.default_rng(index).integers(-4, 5, prod(shape)).astype(np.float32).reshape(shape)
@@ -145,5 +155,6 @@ class TritonLayoutChainsRun(GluonKernelTarget):
         if not wrong.size:
             return Comparison(True)
         shown = tuple(f"[{i}] {want[i]:g} != {got[i]:g}" for i in wrong[:8])
-        return Comparison(False, int(wrong.size), shown, f"{chains.describe_steps(case.params)}: wrong values",
-                          f"{wrong.size} of {want.size} output elements differ from NumPy")
+        return Comparison(False, int(wrong.size), shown, f"{lowering(case.params)}: wrong values",
+                          f"{wrong.size} of {want.size} output elements differ from NumPy "
+                          f"({chains.describe(case.params)})")

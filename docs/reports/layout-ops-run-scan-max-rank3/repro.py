@@ -128,6 +128,8 @@ def apply_op(dst, x, offs, A: ttgl.constexpr, OP: ttgl.constexpr, AXIS: ttgl.con
         ttgl.store(dst + offs, ttgl.convert_layout(a + b, A))
     elif OP == "gather":
         ttgl.store(dst + offs, ttgl.gather(x, (offs * 7) % x.shape[AXIS], AXIS))
+    elif OP == "atomic_add":  # each element added once, however many threads the layout gives it; a third masked
+        ttgl.atomic_add(dst + offs, x, mask=offs % 3 != 1)
     else:  # broadcast: a reduction expanded back and broadcast against its operand
         ttgl.store(dst + offs, x - ttgl.expand_dims(ttgl.max(x, AXIS), AXIS))
 
