@@ -18,6 +18,7 @@ expanded back is one step, ``keep``):
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
 from layoutfuzz.generators import gluon_layouts, gluon_ops
@@ -61,10 +62,7 @@ def step_shape(step: str, axis: int, shape: list[int]) -> list[int]:
     if step == "rot":
         return [shape[1], shape[2], shape[0]]
     if step == "flat":
-        size = 1
-        for d in shape:
-            size *= d
-        return [size]
+        return [prod(shape)]
     if step == "unflat":
         return [*shape[:-1], 2, shape[-1] // 2]
     if step == "join":
@@ -90,7 +88,7 @@ def chain_case(source: Source, valid: Any) -> dict[str, Any]:
     for _ in range(16):
         op = "sum"  # the drawn first layout is any valid one; the steps are drawn below
         first = gluon_ops.rank3_case(source, valid, op) if rank == 3 else gluon_ops.case(source, valid, op)
-        if _size(first["shape"]) > MAX_ELEMENTS:
+        if prod(first["shape"]) > MAX_ELEMENTS:
             continue
         steps = _steps(source, first["shape"])
         if steps is None:
@@ -140,10 +138,3 @@ def _convert_layout(source: Source, shape: list[int], num_warps: int, edge: bool
                 and valid(layout, shape)):
             return layout
     return None
-
-
-def _size(shape: list[int]) -> int:
-    size = 1
-    for d in shape:
-        size *= d
-    return size

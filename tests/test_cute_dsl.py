@@ -47,6 +47,20 @@ def test_the_dsl_answers_a_worked_composition():
     assert offsets == [0, 12, 1, 13, 2, 14]
 
 
+def test_products_of_one_mode_layouts_are_drawn_and_the_dsls_raked_refusal_is_among_them():
+    """A quarter of the products take two one-mode layouts, as CuTe's own examples write them; over those the DSL
+    refuses some raked products whose logical product it computes (docs/findings.md), so campaigns meet it."""
+    target = registry.load("cute.layouts")
+    products = [c for c in (make_case(target, 21, i) for i in range(6000)) if c.params["op"].endswith("product")
+                and isinstance(c.params["b"], dict)]
+    one_mode = [c for c in products if isinstance(c.params["a"]["shape"], int) and isinstance(c.params["b"]["shape"], int)]
+    assert 0.2 < len(one_mode) / len(products) < 0.6, (len(one_mode), len(products))
+    pytest.importorskip("cutlass.cute", reason="needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]'")
+    raked = [c for c in one_mode if c.params["op"] == "raked_product"]
+    verdicts = [target.compare(c, target.expected(c), o) for c, o in zip(raked, target.observed_batch(raked))]
+    assert any("raked_product: spurious refusal" in v.signature for v in verdicts if not v.ok), len(raked)
+
+
 @pytest.mark.slow
 def test_a_campaign_of_the_dsl_meets_only_known_root_causes(tmp_path):
     pytest.importorskip("cutlass.cute", reason="needs CUTLASS's Python DSL: pip install 'layoutfuzz[cutedsl]'")

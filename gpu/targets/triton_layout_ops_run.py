@@ -305,8 +305,12 @@ class TritonLayoutOpsRun(GluonKernelTarget):
         if not wrong.size:
             return Comparison(True)
         shown = tuple(f"[{i}] {want[i]:g} != {got[i]:g}" for i in wrong[:8])
-        return Comparison(False, int(wrong.size), shown, f"{case.params['op']}: wrong values",
+        return Comparison(False, int(wrong.size), shown, self.wrong_values(case.params),
                           f"{wrong.size} of {want.size} output elements differ from NumPy")
+
+    def wrong_values(self, p: Mapping[str, Any]) -> str:
+        """The signature of wrong output values: the operation's (one bug, one bucket)."""
+        return f"{p['op']}: wrong values"
 
 
 # the NumPy lines of each operation's definition, from x [M, N] into out (M * N zeros), as expected_output computes it
