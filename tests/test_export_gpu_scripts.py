@@ -27,6 +27,7 @@ GPU_CASES = {
     "triton-cluster-scattered-blocks-abort.json": "convert_probe_2d",
     "wgmma-int8-n256-rejected.json": "wgmma_probe",
     "wgmma-unswizzled-32-byte-rows-wrong-products.json": "wgmma_probe",
+    "wgmma-unswizzled-n8-b-wrong-products.json": "wgmma_probe",
     "triton-tma-cluster-copies-below-split.json": "tma_cluster_probe",
     "triton-tma-cluster-misaligned-slot.json": "tma_cluster_probe",
     "triton-tma-cluster-store-copies-below-split.json": "tma_cluster_store_probe",
