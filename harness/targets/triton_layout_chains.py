@@ -20,19 +20,11 @@ from layoutfuzz.generators import gluon_chains, gluon_ops
 from layoutfuzz.generators.case import Case
 from layoutfuzz.generators.source import Source
 from layoutfuzz.generators.space import Parameter, Space
-from layoutfuzz.harness.capture import stderr_text
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Unsupported
-from layoutfuzz.harness.targets.triton_layout_ops import SM90, _causes, compile_script, valid
-from layoutfuzz.harness.triton_compat.gluon_layouts import (
-    MISSING_OP,
-    GluonTarget,
-    from_spec,
-    num_ctas,
-    without_tensor_types,
-)
+from layoutfuzz.harness.targets.triton_layout_ops import compile_op_kernel, compile_script, valid
+from layoutfuzz.harness.triton_compat.gluon_layouts import GluonTarget, from_spec, num_ctas
 from layoutfuzz.oracles import gluon_layouts as oracle
-from layoutfuzz.reports.signatures import compile_error
 
 KEEPS_LAYOUT = ("center", "cumsum")  # steps whose result has their operand's layout
 CROSS_CTA = ("Triton lowers convert_layout only where every element stays in its CTA; the chain's inferred layout "
@@ -41,27 +33,7 @@ CROSS_CTA = ("Triton lowers convert_layout only where every element stays in its
 
 def _compile(p: Mapping[str, Any], layouts: Mapping[str, Any]) -> str | None:
     """Compile the chain of ``p`` for sm_90a; None where it compiles, else the compiler's error."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-
-    from layoutfuzz.harness.triton_compat import gluon_op_kernels
-
-    name, constexprs, dtype = kernel_call(p)
-    constexprs = {k: layouts[k] if k in layouts else v for k, v in constexprs.items()}
-    signature = {"src": dtype, "dst": dtype, **{k: "constexpr" for k in constexprs}}
-    diagnostics: list[str] = []
-    try:
-        with stderr_text() as diagnostics:
-            triton.compile(GluonASTSource(getattr(gluon_op_kernels, name), signature, constexprs),
-                           target=GPUTarget(*SM90),
-                           options={"num_warps": p["num_warps"], "num_ctas": num_ctas(p["layout"])})
-    except Exception as exc:
-        error = compile_error(exc, "".join(diagnostics))
-        if MISSING_OP.search(error) or any(MISSING_OP.search(str(e)) for e in _causes(exc)):
-            raise Unsupported(f"this Triton's Gluon lacks the operation: {error}") from None
-        return without_tensor_types(error)
-    return None
+    return compile_op_kernel(kernel_call(p), layouts, p["num_warps"], num_ctas(p["layout"]))
 
 
 def why_not(p: Mapping[str, Any]) -> str | None:
@@ -114,13 +86,10 @@ def chain_limit(p: Mapping[str, Any]) -> str | None:
 def kernel_call(p: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     """The chain kernel of ``gluon_op_kernels`` (rank 2 or 3 loaded), its constexprs (the layouts as "A" and "B",
     filled in by the caller) and its pointers' type."""
-    steps = [*p["steps"], *[["none", 0]] * (3 - len(p["steps"]))]
-    names = {f"S{i + 1}": step for i, (step, _) in enumerate(steps)}
-    axes = {f"X{i + 1}": axis for i, (_, axis) in enumerate(steps)}
-    dims = dict(zip("MNK", p["shape"]))
-    name = "chain_rank2_kernel" if len(p["shape"]) == 2 else "chain_rank3_kernel"
-    return name, {**dims, "A": "A", "B": "B", **{k: v for i in range(1, 4) for k, v in
-                                                 ((f"S{i}", names[f"S{i}"]), (f"X{i}", axes[f"X{i}"]))}}, "*fp32"
+    constexprs: dict[str, Any] = {**dict(zip("MNK", p["shape"])), "A": "A", "B": "B"}
+    for i, (step, axis) in enumerate([*p["steps"], *[["none", 0]] * (3 - len(p["steps"]))], 1):
+        constexprs[f"S{i}"], constexprs[f"X{i}"] = step, axis
+    return ("chain_rank2_kernel" if len(p["shape"]) == 2 else "chain_rank3_kernel"), constexprs, "*fp32"
 
 
 def describe_steps(p: Mapping[str, Any]) -> str:

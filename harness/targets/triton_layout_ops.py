@@ -123,12 +123,6 @@ class TritonLayoutOps(GluonTarget):
         return {"compiles": True, "limit": oracle.op_precondition(p["op"], p["axis"], dict(p["layout"]), p.get("bins"))}
 
     def observed(self, case: Case) -> Any:
-        import triton
-        from triton.backends.compiler import GPUTarget
-        from triton.experimental.gluon._runtime import GluonASTSource
-
-        from layoutfuzz.harness.triton_compat import gluon_op_kernels
-
         p = case.params
         try:
             layouts = {"A": from_spec(p["layout"])}
@@ -136,21 +130,8 @@ class TritonLayoutOps(GluonTarget):
                 layouts["H"] = from_spec(p["dst_layout"])
         except TypeError as exc:
             raise Unsupported(f"this Triton's Gluon has no layout of these arguments: {exc}") from None
-        name, constexprs, dtype = kernel_call(p)
-        constexprs = {k: layouts.get(k, v) for k, v in constexprs.items()}
-        signature = {"src": dtype, "dst": dtype, **{k: "constexpr" for k in constexprs}}
-        options = {"num_warps": p["num_warps"], "num_ctas": num_ctas(p["layout"])}
-        diagnostics: list[str] = []
-        try:
-            with stderr_text() as diagnostics:
-                triton.compile(GluonASTSource(getattr(gluon_op_kernels, name), signature, constexprs),
-                               target=GPUTarget(*SM90), options=options)
-        except Exception as exc:
-            error = compile_error(exc, "".join(diagnostics))
-            if MISSING_OP.search(error) or any(MISSING_OP.search(str(e)) for e in _causes(exc)):
-                raise Unsupported(f"this Triton's Gluon lacks the operation: {error}") from None
-            return {"compiles": False, "error": without_tensor_types(error)}
-        return {"compiles": True}
+        error = compile_op_kernel(kernel_call(p), layouts, p["num_warps"], num_ctas(p["layout"]))
+        return {"compiles": True} if error is None else {"compiles": False, "error": error}
 
     def reproducer_script(self, case: Case) -> str:
         return standalone_script(case)
@@ -163,6 +144,33 @@ class TritonLayoutOps(GluonTarget):
         error = observed.get("error", "")
         return Comparison(False, 1, (error,), f"compile error: {error}",  # one bug, one bucket: the op is in the note
                           f"the compiler refused a valid kernel ({case.params['op']} over axis {case.params['axis']})")
+
+
+def compile_op_kernel(call: tuple[str, dict[str, Any], str], layouts: Mapping[str, Any], num_warps: int,
+                      ctas: int) -> str | None:
+    """Compile the kernel of ``gluon_op_kernels`` that ``call`` names (``kernel_call``'s kernel, constexprs and pointer
+    type; ``layouts`` in place of its layout constexprs) for sm_90a: None where it compiles, else the compiler's
+    error; ``Unsupported`` where this release's Gluon lacks an operation it calls."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from layoutfuzz.harness.triton_compat import gluon_op_kernels
+
+    name, constexprs, dtype = call
+    constexprs = {k: layouts.get(k, v) for k, v in constexprs.items()}
+    signature = {"src": dtype, "dst": dtype, **{k: "constexpr" for k in constexprs}}
+    diagnostics: list[str] = []
+    try:
+        with stderr_text() as diagnostics:
+            triton.compile(GluonASTSource(getattr(gluon_op_kernels, name), signature, constexprs),
+                           target=GPUTarget(*SM90), options={"num_warps": num_warps, "num_ctas": ctas})
+    except Exception as exc:
+        error = compile_error(exc, "".join(diagnostics))
+        if MISSING_OP.search(error) or any(MISSING_OP.search(str(e)) for e in _causes(exc)):
+            raise Unsupported(f"this Triton's Gluon lacks the operation: {error}") from None
+        return without_tensor_types(error)
+    return None
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
