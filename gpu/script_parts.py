@@ -119,7 +119,7 @@ def main():
             shown = ", ".join(f"{name}{[int(k) for k in np.unravel_index(i, np.shape(values))]} = {g[i]:g} (expected {w[i]:g})"
                               for i in bad[:6])
             wrong.append(f"{bad.size} of {w.size} elements of {name} wrong: {shown}")
-    finish("; ".join(wrong) if wrong else "as expected", 1 if wrong else 0)
+    finish("; ".join(wrong) if wrong else "as expected", 1 if wrong else 0)  # @DIAGNOSIS@
 
 
 def triton_version():
@@ -152,13 +152,16 @@ def literal_block(lines: Iterable[str], indent: int = 4) -> str:
 
 def gpu_script(*, doc: str, kernel: str, layouts: Iterable[str], launch: Iterable[str], inputs: Iterable[str],
                expected: Iterable[str], expected_text: str, child_imports: str = "", refusal_exit: int = 1,
-               refusal_note: str = "") -> str:
+               refusal_note: str = "", diagnosis: str = "", problem: str | None = None) -> str:
     """The whole script. ``kernel``: the ``@gluon.jit`` source; ``layouts``: lines that build the constexpr layouts
     (a ``TypeError``/``AttributeError`` there is a release that lacks them: exit 2); ``launch``: child lines with
     ``inputs`` (the parent's NumPy arrays) that call ``launch(kernel, ...)`` and set ``outputs`` (NumPy arrays);
     ``inputs``/``expected``: the parent's function bodies (NumPy only) returning a dict of arrays, the second from the
     first's; ``expected_text``: the expected line; ``refusal_exit``: the exit code of a compile error (1: a refusal
-    of a valid kernel; 2: the release documents the refusal, ``refusal_note`` says so)."""
+    of a valid kernel; 2: the release documents the refusal, ``refusal_note`` says so); ``diagnosis``: the parent's
+    source of ``diagnose(inputs, got)``, which names how a wrong answer came about (None: no way it knows), and
+    ``problem`` the name this script's report is about: where the answer is wrong another way, that problem is gone
+    (exit 0, saying how the answer is wrong now)."""
     child = "\n".join([CHILD_HEAD.rstrip(), child_imports.rstrip(), "", "", kernel.rstrip(), "", "",
                        'inputs = dict(np.load(os.path.join(sys.argv[1], "inputs.npz")))', "try:",
                        literal_block(layouts), "except (TypeError, AttributeError) as exc:  # a class or argument this release lacks",
@@ -169,7 +172,8 @@ def gpu_script(*, doc: str, kernel: str, layouts: Iterable[str], launch: Iterabl
     return (f'"""{doc.strip()}\n\nNeeds Triton, torch, NumPy and a CUDA GPU of compute capability '
             f'{CAPABILITY[0]}.{CAPABILITY[1]} (Hopper). Exits 1 while the problem shows, 0 once it is gone, 2 where it '
             f'cannot run here."""\n'
-            "import json\nimport os\nimport subprocess\nimport sys\nimport tempfile\n\nimport numpy as np\n\n"
+            + ("from __future__ import annotations  # the diagnosis' type hints stay text\n\n" if diagnosis else "")
+            + "import json\nimport os\nimport subprocess\nimport sys\nimport tempfile\n\nimport numpy as np\n\n"
             f"{MARKER} = {CAPABILITY!r}  # Hopper (sm_90a)\n"
             f"TIMEOUT_S = {TIMEOUT_S}  # one tile: seconds to compile and run; past this the kernel hangs\n"
             f"REFUSAL = {refusal_exit}  # the exit code where Triton refuses to compile the kernel\n"
@@ -177,7 +181,24 @@ def gpu_script(*, doc: str, kernel: str, layouts: Iterable[str], launch: Iterabl
             f"EXPECTED = {expected_text!r}\n\n"
             f"CHILD = r'''\n{child}'''\n\n\n"
             "def make_inputs():\n" + literal_block(inputs) + "\n\n\n"
-            "def expected(inputs):\n" + literal_block(expected) + "\n" + PARENT_TAIL)
+            "def expected(inputs):\n" + literal_block(expected) + "\n" + _diagnosed(PARENT_TAIL, diagnosis, problem))
+
+
+def _diagnosed(tail: str, diagnosis: str, problem: str | None) -> str:
+    """The parent's tail, with ``diagnosis`` (see ``gpu_script``) judged before the verdict where one is given."""
+    plain = "  # @DIAGNOSIS@"
+    if not diagnosis:
+        return tail.replace(plain, "")
+    verdict = textwrap.indent(textwrap.dedent('''
+        seen = diagnose(inputs, got) if wrong else None
+        if seen is not None:
+            wrong.append(f"exactly the answer of {seen}")
+        if wrong and PROBLEM is not None and seen != PROBLEM:
+            finish("; ".join(wrong) + f"; this report's problem ({PROBLEM}) is gone: the answer is wrong another way", 0)
+        finish("; ".join(wrong) if wrong else "as expected", 1 if wrong else 0)''').strip("\n"), "    ")
+    head, rest = tail.split("    finish(\"; \".join(wrong) if wrong else \"as expected\", 1 if wrong else 0)" + plain)
+    return (f"\n\nPROBLEM = {problem!r}  # what this report is about (diagnose's name for it)\n\n\n"
+            + diagnosis.strip() + "\n" + head + verdict + rest)
 
 
 def needs_gpu(script: str) -> bool:

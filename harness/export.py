@@ -143,9 +143,13 @@ def target_of(case: Case) -> Target:
     return load_target(case.target)
 
 
-def script_of(target: Target, case: Case) -> str:
-    """The target's reproducer of ``case``; a one-line refusal where it has none."""
-    script = target.reproducer_script(case)
+def script_of(target: Target, case: Case, problem: ledger.KnownProblem | None = None) -> str:
+    """The target's reproducer of ``case`` (for ``problem``, the ledger entry it reproduces, where that is of the
+    case's target); a one-line refusal where it has none."""
+    if problem is not None and problem.target == case.target:
+        script = target.problem_script(case, problem.signature)
+    else:
+        script = target.reproducer_script(case)
     if script is None:
         raise UsageError(f"target {target.name} has no reproducer script for case {case.case_id} "
                          f"({case.params.get('op') or case.params.get('kind') or 'this case'})")
@@ -305,7 +309,7 @@ def issue_markdown(finding: Finding, target: Target, script: str, run: ScriptRun
 def export(finding: Finding, to: Path) -> tuple[Path, ScriptRun]:
     """Writes ``to/<slug>/repro.py`` and ``ISSUE.md``; the script's run under this interpreter."""
     target = target_of(finding.case)
-    script = script_of(target, finding.case)
+    script = script_of(target, finding.case, finding.problem)
     name = slug(finding)
     folder = to / name
     folder.mkdir(parents=True, exist_ok=True)

@@ -146,6 +146,11 @@ class Target:
         shows, 0 once it is gone, 2 where the release cannot express the case; None: no reproducer for it."""
         return None
 
+    def problem_script(self, case: Case, signature: str) -> str | None:
+        """``reproducer_script`` for the known problem of ``signature`` that ``case`` reproduces: a target whose
+        answers tell apart problems one case can show overrides it, so that the script exits 0 once this one is gone."""
+        return self.reproducer_script(case)
+
 
 def make_case(target: Target, seed: int, index: int) -> Case:
     """Case ``index`` of ``target`` in the campaign with ``seed`` (deterministic)."""

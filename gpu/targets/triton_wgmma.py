@@ -75,6 +75,53 @@ def poison(mma: str) -> int:
     return int.from_bytes(poison_bytes(NUMPY_TYPES[MMA_STORED_AS[mma]])[:bits // 8], "little", signed=True)
 
 
+def stored_rows(x: np.ndarray, contiguous_columns: bool) -> np.ndarray:
+    """Operand ``x`` (A as M x K, B as K x N) as the matrix whose rows lie contiguous in shared memory: ``x`` itself
+    where its columns are the contiguous dim (A K-major, B MN-major), else its transpose; its own inverse."""
+    return x if contiguous_columns else x.T
+
+
+def read_with_32_byte_swizzle(rows: np.ndarray) -> np.ndarray:
+    """What an MMA sees of a row-major buffer of 32-byte rows when its descriptor says 32-byte swizzle: rows 4-7 of
+    every 8 with their two 16-byte halves swapped (PTX 9.7.15.5.1.2: the 32B swizzle XORs byte bit 4 with bit 7)."""
+    seen = rows.copy()
+    odd = np.arange(len(rows)) % 8 >= 4
+    seen[odd] = np.roll(rows[odd], rows.shape[1] // 2, axis=1)
+    return seen
+
+
+def read_as_transposed_core_matrices(rows: np.ndarray) -> np.ndarray:
+    """What an MMA sees of a row-major buffer of 32-byte rows (16 elements) when it reads it unswizzled and transposed:
+    each 128 contiguous bytes one 8 x 8 core matrix (PTX 9.7.15.5.1.2), taken column for row; the two core matrices of
+    an 8-row block side by side."""
+    flat, seen = rows.reshape(-1), np.empty_like(rows)
+    for block in range(len(rows) // 8):
+        for half in range(2):
+            core = flat[64 * (2 * block + half):64 * (2 * block + half + 1)].reshape(8, 8)
+            seen[8 * block:8 * block + 8, 8 * half:8 * half + 8] = core.T
+    return seen
+
+
+READ_PATTERNS = {"with a 32-byte swizzle": read_with_32_byte_swizzle,
+                 "as transposed core matrices": read_as_transposed_core_matrices}
+UNSWIZZLED_READ = "wrong-products:unswizzled operand read "  # the signature's head where a pattern explains them
+
+
+def unswizzled_read(params: Mapping[str, Any], a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> str | None:
+    """The name of the read pattern (``READ_PATTERNS``) that, applied to each unswizzled operand in shared memory,
+    gives exactly the products ``d``; None when none does."""
+    for name, read in READ_PATTERNS.items():
+        seen_a, seen_b = a, b
+        if params["a_swizzle"] == 0 and not params["a_in_regs"]:
+            k_major = not params["a_mn_major"]
+            seen_a = stored_rows(read(stored_rows(a, k_major)), k_major)
+        if params["b_swizzle"] == 0:
+            seen_b = stored_rows(read(stored_rows(b, not params["b_k_major"])), not params["b_k_major"])
+        if np.array_equal(seen_a @ seen_b + (c if params["use_acc"] else 0), d):
+            return name
+    return None
+
+
 class TritonWgmma(GluonKernelTarget):
     name = "triton.wgmma"
     layer = "Triton's lowering (warpgroup_mma)"
@@ -238,6 +285,12 @@ class TritonWgmma(GluonKernelTarget):
         not lower (exit 2 there). Needs a GPU (``gpu.script_parts``)."""
         return wgmma_script(case)
 
+    def problem_script(self, case: Case, signature: str) -> str | None:
+        """The reproducer, exiting 1 only while the products are exactly those of the problem's read pattern (the
+        signature names it, ``unswizzled_read``): one case shows a pattern in some releases and another in others."""
+        read = signature.partition(UNSWIZZLED_READ)[2]
+        return wgmma_script(case, read if read in READ_PATTERNS else None)
+
     def compare_results(self, case: Case, expected: Any, observed: Any) -> Comparison:
         """The products element by element; a NaN among them (a float MMA that read an operand's guard zone) is its own
         root cause."""
@@ -253,13 +306,19 @@ class TritonWgmma(GluonKernelTarget):
             return Comparison(False, int(bad.size), lines, "poisoned-products",
                               f"{int(np.isnan(got).sum())} products NaN: the MMA read a guard zone beside an operand in "
                               f"shared memory ({bad.size} of {want.size} products wrong)")
-        unswizzled = ":unswizzled operand" if 0 in (case.params["a_swizzle"], case.params["b_swizzle"]) else ""
-        return Comparison(False, int(bad.size), lines, f"wrong-products:{'all' if bad.size == want.size else 'some'}{unswizzled}",
-                          f"{bad.size} of {want.size} products wrong, in {rows} rows and {cols} columns")
+        p, how = case.params, f"{bad.size} of {want.size} products wrong, in {rows} rows and {cols} columns"
+        unswizzled = p["b_swizzle"] == 0 or (p["a_swizzle"] == 0 and not p["a_in_regs"])
+        read = unswizzled_read(p, *operand_data(case), got.reshape(p["M"], n)) if unswizzled else None
+        if read is not None:
+            return Comparison(False, int(bad.size), lines, f"{UNSWIZZLED_READ}{read}",
+                              f"{how}: exactly the products of the unswizzled operand read {read}")
+        return Comparison(False, int(bad.size), lines, f"wrong-products:{'all' if bad.size == want.size else 'some'}"
+                          f"{':unswizzled operand' if 0 in (p['a_swizzle'], p['b_swizzle']) else ''}", how)
 
 
-def wgmma_script(case: Case) -> str:
-    """``TritonWgmma.reproducer_script``."""
+def wgmma_script(case: Case, read: str | None = None) -> str:
+    """``TritonWgmma.reproducer_script``; where an operand is unswizzled, the script also names the read pattern that
+    gives the products it saw, and with ``read`` (a ``READ_PATTERNS`` name) is about that pattern alone."""
     from layoutfuzz.gpu import gluon_probes
     from layoutfuzz.gpu.script_parts import gpu_script, source_of
 
@@ -304,9 +363,32 @@ def wgmma_script(case: Case) -> str:
         expected=['a, b, c = (inputs[k].astype(np.int64) for k in "abc")',
                   f'return {{"d": a @ b{" + c" if p["use_acc"] else ""}}}  # exact: small integers'],
         expected_text=f"D = A @ B{' + C' if p['use_acc'] else ''} exactly ({p['M']} x {p['N']} integer products)",
+        diagnosis=read_diagnosis(p) if unswizzled else "",
+        problem=f"the unswizzled operand read {read}" if read else None,
         refusal_exit=2 if unswizzled else 1,
         refusal_note=(" (releases before 3.8.0 do not lower warpgroup_mma from an unswizzled operand: the products "
                       "cannot be checked here)") if unswizzled else "")
+
+
+def read_diagnosis(p: Mapping[str, Any]) -> str:
+    """The script's ``diagnose``: ``unswizzled_read`` and its patterns written out, over the case's params."""
+    from layoutfuzz.gpu.script_parts import source_of
+
+    keys = ("a_swizzle", "b_swizzle", "a_in_regs", "a_mn_major", "b_k_major", "use_acc")
+    patterns = ", ".join(f"{name!r}: {read.__name__}" for name, read in READ_PATTERNS.items())
+    return "\n\n".join([
+        source_of(stored_rows, read_with_32_byte_swizzle, read_as_transposed_core_matrices).strip(),
+        f"READ_PATTERNS = {{{patterns}}}",
+        source_of(unswizzled_read).strip(),
+        "def diagnose(inputs, got):\n"
+        "    # which misread of the unswizzled operand gives exactly these products (None: none of READ_PATTERNS)\n"
+        f"    params = {({k: p[k] for k in keys})!r}\n"
+        '    a, b, c = (inputs[k].astype(np.int64) for k in "abc")\n'
+        '    d = np.asarray(got["d"], np.float64).reshape(len(a), len(b[0]))\n'
+        "    if np.isnan(d).any():\n"
+        "        return None\n"
+        "    read = unswizzled_read(params, a, b, c, d.astype(np.int64))\n"
+        '    return None if read is None else f"the unswizzled operand read {read}"\n'])
 
 
 def triton_wgmma_space() -> Space:
