@@ -6,8 +6,9 @@ preconditions hold are drawn: the operations, not the layouts, are under test he
 
 ``compile_case`` (the compile target's) draws beyond ``case`` (which ``triton.layout_ops_run`` shares): scans and
 reductions with a user-written combine (a max-scan, a (value, index) scan forwards or reversed, an argmax-style
-(value, index) reduction), a masked ``atomic_add`` of the tile (each element once, where the layout holds it in several
-threads), every operation on rank-3 tiles (blocked, slices of rank-4 parents, dot operands of
+(value, index) reduction), atomics of the tile (a masked add and max, an exchange and a compare-and-swap whose old
+values are added back; each element once, where the layout holds it in several threads; every memory order and scope),
+every operation on rank-3 tiles (blocked, slices of rank-4 parents, dot operands of
 blocked parents, linear layouts), and ``histogram`` of a 1-D tensor (its only rank) from and into any 1-D
 distributed layout (blocked, slices of rank-2 layouts, linear layouts), 1 to 1024 bins and, at the edges, a count
 that is not a power of two."""
@@ -21,8 +22,13 @@ from layoutfuzz.generators.source import Source, at_edge, permutation
 
 OPS = ("sum", "max", "cumsum", "permute", "reshape", "join_split", "gather", "broadcast")
 KINDS = ("blocked", "slice", "nvmma_distributed", "dot_operand", "distributed_linear")
-EXTRA_OPS = ("scan_max", "scan_pair", "reduce_pair", "histogram", "atomic_add")  # user-written combines, histograms,
-# and a masked atomic add (each element added once, however many threads the layout gives it)
+EXTRA_OPS = ("scan_max", "scan_pair", "reduce_pair", "histogram", "atomic_add", "atomic_max", "atomic_xchg",
+             "atomic_cas")  # user-written combines, histograms, and atomics (each element once, however many threads
+# the layout gives it: a masked add and max, an exchange and a compare-and-swap whose returned old values are used)
+ATOMICS = ("atomic_add", "atomic_max", "atomic_xchg", "atomic_cas")
+ORDERED_ATOMICS = ("atomic_max", "atomic_xchg", "atomic_cas")  # drawn with a memory order and a scope
+SEMS = ("relaxed", "acquire", "release", "acq_rel")  # Gluon's atomics: sem (PTX ISA 8.4's memory orders)
+SCOPES = ("cta", "gpu", "sys")  # and scope
 ALL_OPS = OPS + EXTRA_OPS
 SCANS = ("cumsum", "scan_max", "scan_pair")
 KINDS_3D = ("blocked", "slice", "dot_operand", "distributed_linear")  # kinds of rank-3 distributed layouts on NVIDIA
@@ -40,7 +46,7 @@ def case(source: Source, valid: Any, op: str | None = None) -> dict[str, Any]:
         num_warps = 1 << source.integer(0, 4)
         kind = source.choice(KINDS)
         shape = _shape(source, edge)
-        per_thread = 16 if op in ("gather", "atomic_add") else 64  # a gather's lowering grows with its square (15 s at 64)
+        per_thread = 16 if op in ("gather", *ATOMICS) else 64  # a gather's lowering grows with its square (15 s at 64)
         while shape[0] * shape[1] > per_thread * 32 * num_warps:  # compile in seconds
             shape[shape.index(max(shape))] //= 2
         if kind == "distributed_linear":
@@ -62,9 +68,17 @@ def compile_case(source: Source, valid: Any) -> dict[str, Any]:
     if op == "histogram":
         return histogram_case(source, valid)
     drawn = rank3_case(source, valid, op) if source.integer(0, 2) == 0 else case(source, valid, op)
+    return {**drawn, **op_options(source, op)}
+
+
+def op_options(source: Source, op: str) -> dict[str, Any]:
+    """What ``op`` takes besides its tile: ``reverse`` for a scan with a user-written combine, ``sem`` and ``scope``
+    for an ordered atomic; nothing for the others."""
     if op in ("scan_max", "scan_pair"):
-        drawn["reverse"] = source.integer(0, 1) == 1
-    return drawn
+        return {"reverse": source.integer(0, 1) == 1}
+    if op in ORDERED_ATOMICS:
+        return {"sem": source.choice(SEMS), "scope": source.choice(SCOPES)}
+    return {}
 
 
 def rank3_case(source: Source, valid: Any, op: str) -> dict[str, Any]:
@@ -79,7 +93,7 @@ def rank3_case(source: Source, valid: Any, op: str) -> dict[str, Any]:
             shape = [source.choice((1, 2, 32)) for _ in range(3)]
         else:
             shape = [1 << source.integer(0, 5) for _ in range(3)]
-        per_thread = 16 if op in ("gather", "atomic_add") else 64
+        per_thread = 16 if op in ("gather", *ATOMICS) else 64
         while shape[0] * shape[1] * shape[2] > per_thread * 32 * num_warps:
             shape[shape.index(max(shape))] //= 2
         if kind == "distributed_linear":

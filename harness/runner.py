@@ -221,7 +221,8 @@ class Runner:
         worker makes them (``cases_of``), here in the parent."""
         target = registry.load(batch.spec)
         _, case, family, _ = next(cases_of(target, batch.seed, batch.part([k]).payload()))
-        cause = target.timeout_cause(case) if outcome is Outcome.TIMEOUT else ""
+        cause = (target.timeout_cause(case) if outcome is Outcome.TIMEOUT else
+                 target.crash_cause(case, detail) if outcome is Outcome.CRASH else "")
         return Result(case, batch.families[k] or family, outcome, detail, signature=cause, duration_s=elapsed)
 
     def _results(self, batch: Batch, progress: Progress) -> list[Result]:

@@ -96,6 +96,12 @@ class Target:
         slow ones are two root causes (a timeout's signature is then "timeout: <this>"); "" for one root cause."""
         return ""
 
+    def crash_cause(self, case: Case, detail: str) -> str:
+        """What a case whose worker died was doing, where the crash (``detail``) names no cause of its own and the
+        target's operations are different root causes (a device fault in one operation's kernel and in another's): the
+        crash's signature then ends in ": <this>"; "" for none."""
+        return ""
+
     def parameter_space(self) -> Space | None:
         """Every parameter ``generate`` draws, with its legal range (``layoutfuzz coverage``); None: not declared."""
         return None

@@ -120,8 +120,9 @@ def divergence_signature(kind: str) -> str:
 
 def root_cause(result: Result) -> str:
     """The signature that decides a result's bucket."""
-    if result.outcome is Outcome.CRASH:
-        return crash_signature(result.detail)
+    if result.outcome is Outcome.CRASH:  # and what it was doing, where its target tells that apart
+        how = crash_signature(result.detail)
+        return f"{how}: {result.signature}" if result.signature else how
     if result.outcome is Outcome.TIMEOUT:  # what it was doing, where its target tells slow operations apart
         return f"timeout: {result.signature}" if result.signature else "timeout"
     if result.outcome is Outcome.ERROR:  # a harness bug: its exception and where it was raised

@@ -35,6 +35,7 @@ GPU_CASES = {
     "layout-ops-run-reduce-linear-3.6.json": "layout_op_kernel",
     "layout-ops-run-histogram-copies.json": "histogram_kernel",
     "layout-ops-run-scan-max-rank3.json": "rank3_op_kernel",
+    "layout-ops-run-atomic-xchg-old-values.json": "rank2_atomic_kernel",
 }
 
 
@@ -70,6 +71,8 @@ def test_gpu_script_is_python_without_layoutfuzz_naming_its_kernel(name):
     assert (f"num_ctas={ctas}" in launch) == (ctas > 1)
     if "shape" in p and "layout" in p and p["op"] == "histogram":  # layout_ops_run: a histogram's size and bins
         assert f"M={p['shape'][0]}, B={p['bins']}" in launch
+    elif "shape" in p and "layout" in p and "sem" in p:  # layout_ops_run: an atomic's memory order and scope
+        assert f"M={p['shape'][0]}, N={p['shape'][1]}" in launch and f"OP={p['op']!r}, SEM={p['sem']!r}, SCOPE={p['scope']!r}" in launch
     elif "shape" in p and "layout" in p:  # layout_ops_run: M, N, op and axis
         assert f"M={p['shape'][0]}, N={p['shape'][1]}" in launch and f"OP={p['op']!r}, AXIS={p['axis']}" in launch
     if "mma" in p:

@@ -160,6 +160,9 @@ def test_op_preconditions_of_the_new_ops():
     {"op": "reduce_pair", "axis": 1, "layout": NVMMA, "shape": [64, 32]},
     {"op": "reduce_pair", "axis": 0, "layout": SLICE_OF_RANK4, "shape": [4, 8, 16]},
     {"op": "atomic_add", "axis": 0, "layout": NVMMA, "shape": [64, 32]},
+    {"op": "atomic_max", "axis": 0, "layout": BLOCKED, "shape": [32, 64], "sem": "relaxed", "scope": "cta"},
+    {"op": "atomic_xchg", "axis": 0, "layout": NVMMA, "shape": [64, 32], "sem": "acq_rel", "scope": "gpu"},
+    {"op": "atomic_cas", "axis": 1, "layout": BLOCKED_3D, "shape": [4, 8, 16], "sem": "release", "scope": "sys"},
     *({"op": op, "axis": axis, "layout": BLOCKED_3D, "shape": [4, 8, 16]}
       for op, axis in (("sum", 0), ("max", 2), ("cumsum", 1), ("permute", 0), ("permute", 1), ("permute", 2),
                        ("reshape", 1), ("join_split", 2), ("gather", 1), ("broadcast", 2), ("atomic_add", 1))),
@@ -195,6 +198,9 @@ def test_a_histogram_of_bins_not_a_power_of_two_is_refused_and_that_is_right():
     ({"op": "sum", "axis": 0, "layout": BLOCKED, "shape": [32, 64], "reverse": True}, "reverse"),
     ({"op": "scan_max", "axis": 0, "layout": BLOCKED, "shape": [32, 64]}, "reverse"),
     ({"op": "sum", "axis": 2, "layout": BLOCKED, "shape": [32, 64]}, "axis"),
+    ({"op": "sum", "axis": 0, "layout": BLOCKED, "shape": [32, 64], "sem": "relaxed", "scope": "gpu"}, "sem"),
+    ({"op": "atomic_max", "axis": 0, "layout": BLOCKED, "shape": [32, 64]}, "sem"),
+    ({"op": "atomic_cas", "axis": 0, "layout": BLOCKED, "shape": [32, 64], "sem": "relaxed", "scope": "block"}, "scope"),
     ({"op": "sum", "axis": 0, "layout": BLOCKED, "shape": [4, 8, 16]}, "precondition"),
 ])
 def test_malformed_new_cases_are_not_cases(params, why):

@@ -91,6 +91,9 @@ Z = np.array([[[1, -2], [3, 0]], [[-1, 4], [2, 2]]], np.float32)  # 2 x 2 x 2, o
     ("reshape", 1, False, [1, -2, 3, 0, -1, 4, 2, 2]),
     ("join_split", 2, False, [3, -3, 7, 1, -1, 9, 5, 5]),
     ("atomic_add", 0, False, [1, 0, 3, 0, 0, 4, 2, 0]),  # offsets 1, 4 and 7 masked off
+    ("atomic_max", 0, False, [1, 0, 3, 0, 0, 4, 2, 0]),  # a max with the zeros there; 1, 4 and 7 masked off
+    ("atomic_xchg", 0, False, [9, 0, 11, 8, 0, 12, 10, 0]),  # x + 8 swapped in but at 1, 4 and 7
+    ("atomic_cas", 0, False, [9, 6, 11, 8, 7, 12, 10, 10]),  # x + 8 swapped in everywhere (no mask)
 ])
 def test_rank3_tiles_by_hand(op, axis, reverse, want):
     assert expected_output(op, axis, Z, reverse).tolist() == want
@@ -108,6 +111,9 @@ def test_generator_draws_the_added_operations_and_ranks():
         target.validate(case)
     drawn = {(c.params["op"], len(c.params["shape"])) for c in cases}
     assert {("scan_max", 3), ("scan_pair", 2), ("reduce_pair", 3), ("histogram", 1), ("gather", 3)} <= drawn
+    orders = {(c.params["sem"], c.params["scope"]) for c in cases if "sem" in c.params}
+    assert {("relaxed", "cta"), ("acq_rel", "gpu"), ("acquire", "sys"), ("release", "gpu")} <= orders
+    assert all(("sem" in c.params) == (c.params["op"] in ("atomic_max", "atomic_xchg", "atomic_cas")) for c in cases)
     assert {c.params["reverse"] for c in cases if "reverse" in c.params} == {False, True}
     assert all(c.params["bins"] & (c.params["bins"] - 1) == 0 for c in cases if c.params["op"] == "histogram")
     scans = [c for c in cases if c.params["op"] in ("cumsum", "scan_max", "scan_pair")]
@@ -222,3 +228,18 @@ def test_added_operations_on_the_device_match_numpy():
         ran += 1
         assert target.compare(case, target.expected(case), observed).ok, case.params
     assert ran >= 12
+
+
+def test_a_device_fault_is_signed_by_the_operation_whose_kernel_faulted():
+    from layoutfuzz.reports.outcome import Outcome, Result
+    from layoutfuzz.reports.signatures import root_cause
+
+    target = TritonLayoutOpsRun()
+    fault = ("worker exited with code 70\ndevice fault: CUDAError: CUDA_ERROR_ILLEGAL_ADDRESS: While executing a kernel, "
+             "the device encountered a load or store instruction on an invalid memory address.")
+    abort = "killed by SIGABRT\nLLVM ERROR: Invalid basis 16 for in-dim 'warp' and out-dim 'dim0'."
+    cas = Case(target.name, 0, 0, {"op": "atomic_cas"})
+    assert target.crash_cause(cas, fault) == "atomic_cas" and target.crash_cause(cas, abort) == ""
+    signed = [root_cause(Result(cas, "f", Outcome.CRASH, fault, signature=op)) for op in ("atomic_cas", "gather")]
+    assert signed == ["exit: CUDA_ERROR_ILLEGAL_ADDRESS: atomic_cas", "exit: CUDA_ERROR_ILLEGAL_ADDRESS: gather"]
+    assert root_cause(Result(cas, "f", Outcome.CRASH, abort)).startswith("SIGABRT: LLVM ERROR: Invalid basis")

@@ -179,8 +179,10 @@ REPO = Path(__file__).resolve().parent.parent
 CPU_TARGETS = ("triton.linear_layout", "triton.layouts", "triton.shared_layouts", "triton.bank_conflicts", "triton.compile")
 CPU_FINDINGS = sorted((p for p in dict.fromkeys(ledger.load(REPO / "layoutfuzz-known.toml").values())
                        if p.target in CPU_TARGETS), key=lambda p: p.reproducer)
-# every reduced case of those root causes on a CPU target: the reproducer's and its variants' (another route to it)
-CPU_CASES = [(p, case) for p in CPU_FINDINGS for case in p.cases
+# every reduced case on a CPU target of any root cause: the reproducer's and its variants' (another route to it; a
+# GPU finding's compile-only variant among them)
+CPU_CASES = [(p, case) for p in sorted(dict.fromkeys(ledger.load(REPO / "layoutfuzz-known.toml").values()),
+                                       key=lambda p: p.reproducer) for case in p.cases
              if json.loads((REPO / case).read_text())["target"] in CPU_TARGETS]
 
 

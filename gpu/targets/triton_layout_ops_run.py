@@ -27,7 +27,7 @@ from layoutfuzz.gpu.targets.gluon_kernel import PREBUILT_NEEDS, PREBUILT_PRELOAD
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Unsupported
 from layoutfuzz.harness.targets.triton_layout_ops import _illegal as compile_illegal
-from layoutfuzz.harness.targets.triton_layout_ops import kernel_call
+from layoutfuzz.harness.targets.triton_layout_ops import kernel_call, ordering_problem
 from layoutfuzz.harness.triton_compat.gluon_layouts import MISSING_OP, without_tensor_types
 from layoutfuzz.oracles import gluon_layouts as oracle
 
@@ -63,6 +63,8 @@ def why_not(p: Mapping[str, Any]) -> str | None:
         return "params need 'axis', a dim of the shape"
     if ("reverse" in p) != (op in USER_SCANS) or p.get("reverse") not in (None, False, True):
         return "a scan with a user-written combine, and it alone, takes 'reverse' (a bool)"
+    if ordering_problem(p):
+        return ordering_problem(p)
     layout = p.get("layout")
     if not isinstance(layout, Mapping) or layout.get("kind") not in gluon_ops.KINDS:
         return f"params need 'layout', a distributed Gluon layout of a kind in {list(gluon_ops.KINDS)}"
@@ -157,9 +159,12 @@ def expected_output(op: str, axis: int, x: np.ndarray, reverse: bool = False, bi
         out[:] = x.ravel()
     elif op == "join_split":
         out[:] = (2 * x + 1).ravel()
-    elif op == "atomic_add":  # into zeros, every offset but those = 1 (mod 3)
-        offs = np.arange(x.size)
-        out[:] = np.where(offs % 3 != 1, x.ravel(), 0)
+    elif op in ("atomic_add", "atomic_max", "atomic_xchg"):  # into zeros, every offset but those = 1 (mod 3)
+        keep = np.arange(x.size) % 3 != 1
+        done = {"atomic_add": x.ravel(), "atomic_max": np.maximum(x.ravel(), 0), "atomic_xchg": x.ravel() + 8}[op]
+        out[:] = np.where(keep, done, 0)  # an exchange's old values (zeros) added back change nothing
+    elif op == "atomic_cas":  # every zero swapped for x + 8 (unmasked); the old values (zeros) added back
+        out[:] = x.ravel() + 8
     elif op == "gather":
         offs = np.arange(x.size).reshape(x.shape)
         index = (offs * 7) % x.shape[axis]
@@ -203,14 +208,12 @@ class TritonLayoutOpsRun(GluonKernelTarget):
                 case = gluon_ops.histogram_case(source, valid)
             else:
                 case = gluon_ops.rank3_case(source, valid, op) if rank3 else gluon_ops.case(source, valid, op)
-            if op in USER_SCANS:
-                case["reverse"] = source.integer(0, 1) == 1
-            case = {**case, "num_ctas": 1 << len(oracle.cga_bases(case["layout"]))}
+            case = {**case, **gluon_ops.op_options(source, op), "num_ctas": 1 << len(oracle.cga_bases(case["layout"]))}
             if why_not(case) is None:
                 return case
         if op == "histogram":
             return {**FALLBACK_HISTOGRAM, "num_ctas": 1}
-        case = {k: v for k, v in case.items() if k != "reverse"}
+        case = {k: v for k, v in case.items() if k not in ("reverse", "sem", "scope")}
         return {**case, "op": "sum"}
 
     def validate(self, case: Case) -> None:
@@ -230,6 +233,8 @@ class TritonLayoutOpsRun(GluonKernelTarget):
                       lambda p: len(p["shape"])),
             Parameter("reverse", (False, True), "associative_scan(input, axis, combine_fn, reverse)",
                       lambda p: p.get("reverse")),
+            Parameter("sem", gluon_ops.SEMS, "Gluon's atomics: sem", lambda p: p.get("sem")),
+            Parameter("scope", gluon_ops.SCOPES, "Gluon's atomics: scope", lambda p: p.get("scope")),
             Parameter("bins", gluon_ops.BINS, "histogram(input, num_bins, mask, layout): a power of two",
                       lambda p: p.get("bins")),
             Parameter("histogram layout", gluon_ops.KINDS_1D, "Gluon: histogram's destination layout",
@@ -290,6 +295,11 @@ class TritonLayoutOpsRun(GluonKernelTarget):
         if isinstance(answer, dict) and "rejected" in answer:
             return {"rejected": without_tensor_types(answer["rejected"])}
         return answer
+
+    def crash_cause(self, case: Case, detail: str) -> str:
+        """A device fault's operation (a fault in an atomic's kernel and one in a gather's are two root causes); a
+        compiler's abort names its own cause."""
+        return str(case.params.get("op", "")) if "device fault" in detail else ""
 
     def reproducer_script(self, case: Case) -> str | None:
         """``triton.layout_ops``' kernel written out (``layout_op_kernel``; for the added operations and rank-3 tiles
@@ -361,6 +371,11 @@ GENERAL_DEFINITIONS = {
     "broadcast": ["out[:] = (x - x.max(AXIS, keepdims=True)).ravel()"],
     "atomic_add": ["offs = np.arange(x.size)",
                    "out[:] = np.where(offs % 3 != 1, x.ravel(), 0)  # each element added once into zeros, a third masked"],
+    "atomic_max": ["offs = np.arange(x.size)",
+                   "out[:] = np.where(offs % 3 != 1, np.maximum(x.ravel(), 0), 0)  # a max into zeros, a third masked"],
+    "atomic_xchg": ["offs = np.arange(x.size)",
+                    "out[:] = np.where(offs % 3 != 1, x.ravel() + 8, 0)  # x + 8 swapped in; old values (zeros) added back"],
+    "atomic_cas": ["out[:] = x.ravel() + 8  # every zero swapped for x + 8; the old values (zeros) added back"],
 }
 
 
@@ -428,9 +443,10 @@ def added_ops_script(case: Case) -> str:
             expected_text=f"dst = NumPy's bincount of the values but the last, {bins} bins, exactly")
     reverse = bool(p.get("reverse"))
     tile_text = " x ".join(str(d) for d in p["shape"])
-    what = f"{op} over axis {axis}{' reversed' if reverse else ''}"
-    functions = (gluon_op_kernels.max_combine, gluon_op_kernels.argmax_combine, gluon_op_kernels.store_tile,
-                 gluon_op_kernels.apply_op, getattr(gluon_op_kernels, name))
+    what = f"{op} ({p['sem']}, scope {p['scope']})" if "sem" in p else f"{op} over axis {axis}{' reversed' if reverse else ''}"
+    functions = ((gluon_op_kernels.apply_atomic,) if "atomic" in name else
+                 (gluon_op_kernels.max_combine, gluon_op_kernels.argmax_combine, gluon_op_kernels.store_tile,
+                  gluon_op_kernels.apply_op)) + (getattr(gluon_op_kernels, name),)
     permute = [f"out[:] = np.transpose(x, {PERMUTATIONS[len(p['shape']), axis]}).ravel()  # the kernel's permute order"]
     return gpu_script(
         doc=(f"Gluon's {what} of a {tile_text} float32 tile held in a valid distributed layout "

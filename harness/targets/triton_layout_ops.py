@@ -60,6 +60,9 @@ class TritonLayoutOps(GluonTarget):
             raise ValueError("params need 'axis', a dim of the shape")
         if ("reverse" in p) != (p["op"] in ("scan_max", "scan_pair")) or p.get("reverse") not in (None, False, True):
             raise ValueError("a scan with a user-written combine, and it alone, takes 'reverse' (a bool)")
+        why = ordering_problem(p)
+        if why:
+            raise ValueError(why)
         if not isinstance(p.get("layout"), Mapping) or p["layout"].get("kind") not in gluon_ops.KINDS:
             raise ValueError(f"params need 'layout', a distributed Gluon layout of a kind in {list(gluon_ops.KINDS)}")
         if not valid(p["layout"], p["shape"]):
@@ -97,6 +100,8 @@ class TritonLayoutOps(GluonTarget):
                       edges=(1, 1024, "not a power of two")),
             Parameter("histogram layout", gluon_ops.KINDS_1D, "Gluon: histogram's destination layout",
                       lambda p: p["dst_layout"]["kind"] if "dst_layout" in p else None),
+            Parameter("sem", gluon_ops.SEMS, "Gluon's atomics: sem", lambda p: p.get("sem")),
+            Parameter("scope", gluon_ops.SCOPES, "Gluon's atomics: scope", lambda p: p.get("scope")),
             Parameter("layout", gluon_ops.KINDS, "Gluon's distributed layouts", lambda p: p["layout"]["kind"]),
             Parameter("CTAs", (1, 2, 4, 8), "Gluon: cga_layout, one basis per CTA bit", lambda p: num_ctas(p["layout"])),
             Parameter("region", ("edge", "inside"), "dims of 1 and tiles larger than the tensor",
@@ -183,6 +188,16 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return chain
 
 
+def ordering_problem(p: Mapping[str, Any]) -> str | None:
+    """Why ``p``'s memory order and scope are wrong (an ordered atomic, and it alone, takes both), or None."""
+    ordered = p.get("op") in gluon_ops.ORDERED_ATOMICS
+    if ordered != ("sem" in p) or ordered != ("scope" in p):
+        return f"an atomic of {list(gluon_ops.ORDERED_ATOMICS)}, and it alone, takes 'sem' and 'scope'"
+    if ordered and (p["sem"] not in gluon_ops.SEMS or p["scope"] not in gluon_ops.SCOPES):
+        return f"'sem' is one of {list(gluon_ops.SEMS)}, 'scope' one of {list(gluon_ops.SCOPES)}"
+    return None
+
+
 def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
     """Pairs no case can hold: a histogram is rank 1 over axis 0 with bins and an output layout, and only it is; only
     a user-written scan is reversed; axis 2 is rank 3's; a rank-1 layout is blocked, a slice or linear; NVMMA
@@ -192,6 +207,10 @@ def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
     if "op" in v and v["op"] != "histogram" and (any(k in v for k in histogram_only) or v.get("rank") == 1):
         return True
     if "op" in v and v["op"] not in ("scan_max", "scan_pair") and "reverse" in v:
+        return True
+    if "op" in v and v["op"] not in gluon_ops.ORDERED_ATOMICS and ("sem" in v or "scope" in v):
+        return True
+    if ("sem" in v or "scope" in v) and ("reverse" in v or "bins" in v or "histogram layout" in v or v.get("rank") == 1):
         return True
     if v.get("op") == "histogram" and (v.get("rank", 1) != 1 or v.get("axis", 0) != 0 or "reverse" in v):
         return True
@@ -226,6 +245,9 @@ def kernel_call(p: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     dims = dict(zip("MNK", shape))
     if op in gluon_ops.OPS and len(shape) == 2:
         return "layout_op_kernel", {**dims, "A": "A", "OP": op, "AXIS": p["axis"]}, "*fp32"
+    if op in gluon_ops.ORDERED_ATOMICS:
+        name = "rank2_atomic_kernel" if len(shape) == 2 else "rank3_atomic_kernel"
+        return name, {**dims, "A": "A", "OP": op, "SEM": p["sem"], "SCOPE": p["scope"]}, "*fp32"
     name = "rank2_op_kernel" if len(shape) == 2 else "rank3_op_kernel"
     return name, {**dims, "A": "A", "OP": op, "AXIS": p["axis"], "REVERSE": bool(p.get("reverse"))}, "*fp32"
 
@@ -241,10 +263,13 @@ def standalone_script(case: Case) -> str:
     name, constexprs, dtype = kernel_call(p)
     if name == "layout_op_kernel":
         needed: tuple[str, ...] = (name,)
+    elif "atomic" in name:
+        needed = ("apply_atomic", name)
     else:  # the kernel and the functions it calls, each as the user writes it
         needed = ("max_combine", "argmax_combine", "store_tile", "apply_op", name) if name != "histogram_kernel" else (name,)
     tile = " x ".join(str(d) for d in p["shape"])
     what = (f"a histogram of {p['bins']} bins of {tile} values" if p["op"] == "histogram" else
+            f"{p['op']} ({p['sem']}, scope {p['scope']}) of a {tile} tile" if "sem" in p else
             f"{p['op']} over axis {p['axis']}{' reversed' if p.get('reverse') else ''} of a {tile} tile")
     layouts = {"A": ("LAYOUT", p["layout"])}
     if "dst_layout" in p:

@@ -143,6 +143,42 @@ def rank3_op_kernel(src, dst, M: ttgl.constexpr, N: ttgl.constexpr, K: ttgl.cons
 
 
 @gluon.jit
+def apply_atomic(dst, x, offs, OP: ttgl.constexpr, SEM: ttgl.constexpr, SCOPE: ttgl.constexpr):
+    # an atomic of the tile x into dst (zeros) at its row-major offsets offs, in memory order SEM and scope SCOPE, a
+    # third masked: a max; an exchange (a compare-and-swap, unmasked) of x + 8 whose returned old values (zeros, one
+    # per element however many threads hold it) are added back, so that a wrong old value shows in dst. The swap
+    # compares bits: its zeros are x - x (+0.0), not x * 0 (-0.0 where x < 0, which no zero in dst equals)
+    keep = offs % 3 != 1
+    if OP == "atomic_max":
+        ttgl.atomic_max(dst + offs, x, mask=keep, sem=SEM, scope=SCOPE)
+    elif OP == "atomic_xchg":
+        old = ttgl.atomic_xchg(dst + offs, x + 8, mask=keep, sem=SEM, scope=SCOPE)
+        ttgl.atomic_add(dst + offs, old, mask=keep, sem=SEM, scope=SCOPE)
+    else:
+        old = ttgl.atomic_cas(dst + offs, x - x, x + 8, sem=SEM, scope=SCOPE)
+        ttgl.atomic_add(dst + offs, old, mask=keep, sem=SEM, scope=SCOPE)
+
+
+@gluon.jit
+def rank2_atomic_kernel(src, dst, M: ttgl.constexpr, N: ttgl.constexpr, A: ttgl.constexpr, OP: ttgl.constexpr,
+                        SEM: ttgl.constexpr, SCOPE: ttgl.constexpr):
+    rows = ttgl.arange(0, M, layout=ttgl.SliceLayout(1, A))
+    cols = ttgl.arange(0, N, layout=ttgl.SliceLayout(0, A))
+    offs = rows[:, None] * N + cols[None, :]
+    apply_atomic(dst, ttgl.load(src + offs), offs, OP, SEM, SCOPE)
+
+
+@gluon.jit
+def rank3_atomic_kernel(src, dst, M: ttgl.constexpr, N: ttgl.constexpr, K: ttgl.constexpr, A: ttgl.constexpr,
+                        OP: ttgl.constexpr, SEM: ttgl.constexpr, SCOPE: ttgl.constexpr):
+    d0 = ttgl.arange(0, M, layout=ttgl.SliceLayout(1, ttgl.SliceLayout(2, A)))
+    d1 = ttgl.arange(0, N, layout=ttgl.SliceLayout(0, ttgl.SliceLayout(2, A)))
+    d2 = ttgl.arange(0, K, layout=ttgl.SliceLayout(0, ttgl.SliceLayout(1, A)))
+    offs = d0[:, None, None] * (N * K) + d1[None, :, None] * K + d2[None, None, :]
+    apply_atomic(dst, ttgl.load(src + offs), offs, OP, SEM, SCOPE)
+
+
+@gluon.jit
 def histogram_kernel(src, dst, M: ttgl.constexpr, B: ttgl.constexpr, A: ttgl.constexpr, H: ttgl.constexpr):
     # a histogram of B bins of M int32 values in the 1-D layout A (the last one masked off), into the layout H
     offs = ttgl.arange(0, M, layout=A)
