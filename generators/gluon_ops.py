@@ -27,6 +27,9 @@ EXTRA_OPS = ("scan_max", "scan_pair", "reduce_pair", "histogram", "atomic_add", 
 # the layout gives it: a masked add and max, an exchange and a compare-and-swap whose returned old values are used)
 ATOMICS = ("atomic_add", "atomic_max", "atomic_xchg", "atomic_cas")
 ORDERED_ATOMICS = ("atomic_max", "atomic_xchg", "atomic_cas")  # drawn with a memory order and a scope
+# the element types each atomic takes (Triton's front end refuses the others: "atomic_max does not support fp16")
+ATOMIC_TYPES = {"atomic_add": ("fp32", "fp16", "bf16", "fp64", "i32"), "atomic_max": ("fp32", "fp64", "i32"),
+                "atomic_xchg": ("fp32", "fp64", "i32"), "atomic_cas": ("fp32", "fp16", "bf16", "fp64", "i32")}
 SEMS = ("relaxed", "acquire", "release", "acq_rel")  # Gluon's atomics: sem (PTX ISA 8.4's memory orders)
 SCOPES = ("cta", "gpu", "sys")  # and scope
 ALL_OPS = OPS + EXTRA_OPS
@@ -72,12 +75,14 @@ def compile_case(source: Source, valid: Any) -> dict[str, Any]:
 
 
 def op_options(source: Source, op: str) -> dict[str, Any]:
-    """What ``op`` takes besides its tile: ``reverse`` for a scan with a user-written combine, ``sem`` and ``scope``
-    for an ordered atomic; nothing for the others."""
+    """What ``op`` takes besides its tile: ``reverse`` for a scan with a user-written combine; an element type for an
+    atomic, ``sem`` and ``scope`` besides for an ordered one; nothing for the others."""
     if op in ("scan_max", "scan_pair"):
         return {"reverse": source.integer(0, 1) == 1}
     if op in ORDERED_ATOMICS:
-        return {"sem": source.choice(SEMS), "scope": source.choice(SCOPES)}
+        return {"dtype": source.choice(ATOMIC_TYPES[op]), "sem": source.choice(SEMS), "scope": source.choice(SCOPES)}
+    if op in ATOMICS:
+        return {"dtype": source.choice(ATOMIC_TYPES[op])}
     return {}
 
 

@@ -241,3 +241,23 @@ def test_a_timeout_is_signed_with_its_operation():
     target = registry.load("triton.layout_ops")
     for op in ("gather", "histogram"):
         assert target.timeout_cause(Case("triton.layout_ops", 0, 0, {"op": op})) == op
+
+
+@pytest.mark.parametrize("op, dtype", [("atomic_add", "fp16"), ("atomic_add", "bf16"), ("atomic_cas", "fp16"),
+                                       ("atomic_cas", "bf16"), ("atomic_max", "fp64"), ("atomic_xchg", "i32")])
+def test_every_atomic_element_type_triton_takes_compiles(op, dtype):
+    target = TritonLayoutOps()
+    orders = {"sem": "acq_rel", "scope": "gpu"} if op != "atomic_add" else {}
+    case = Case(target.name, 0, 0, {"op": op, "axis": 0, "layout": BLOCKED, "shape": [32, 64], "dtype": dtype,
+                                    "num_warps": 4, **orders})
+    target.validate(case)
+    assert target.observed(case) == {"compiles": True}
+
+
+@pytest.mark.parametrize("op, dtype", [("atomic_max", "fp16"), ("atomic_xchg", "bf16"), ("sum", "fp32")])
+def test_an_element_type_triton_refuses_or_a_typed_non_atomic_is_not_a_case(op, dtype):
+    target = TritonLayoutOps()
+    orders = {"sem": "relaxed", "scope": "cta"} if op.startswith("atomic") else {}
+    with pytest.raises(ValueError, match="dtype"):
+        target.validate(Case(target.name, 0, 0, {"op": op, "axis": 0, "layout": BLOCKED, "shape": [32, 64],
+                                                 "dtype": dtype, "num_warps": 4, **orders}))

@@ -103,6 +103,23 @@ def case_input(index: int, p: Mapping[str, Any]) -> np.ndarray:
     return tile(index, p["shape"])
 
 
+NUMPY_TYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "i32": "int32"}
+TORCH_TYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "i32": "int32"}
+
+
+def element_type(p: Mapping[str, Any]) -> np.dtype:
+    """The NumPy type of a tile case's buffers: an atomic's element type (bfloat16 from ``ml_dtypes``), else float32
+    (small integers, exact in each)."""
+    name = NUMPY_TYPES[p.get("dtype", "fp32")]
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise Unsupported("a bfloat16 atomic needs ml_dtypes (NumPy has no bfloat16)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
 def argmax_combine(value_a: np.ndarray, index_a: np.ndarray, value_b: np.ndarray, index_b: np.ndarray):
     """``gluon_op_kernels.argmax_combine`` in NumPy: the larger value, the smaller index between equal values."""
     pick_a = (value_a > value_b) | ((value_a == value_b) & (index_a < index_b))
@@ -282,11 +299,12 @@ class TritonLayoutOpsRun(GluonKernelTarget):
         kernel = self.kernel_for(case)
         stream = cubin_launcher().stream
         x = case_input(case.index, p)
-        out = np.zeros(p["bins"], np.int32) if p["op"] == "histogram" else np.zeros(x.size, np.float32)
-        src = device_input(x.ravel(), "src", stream)
+        kind = element_type(p)
+        out = np.zeros(p["bins"], np.int32) if p["op"] == "histogram" else np.zeros(x.size, kind)
+        src = device_input(x.ravel().astype(kind) if p["op"] != "histogram" else x.ravel(), "src", stream)
         dst = device_output(out, "dst", stream)
         self.execute(case, src, dst, kernel=kernel)
-        return {"output": dst.read(stream).tolist()}
+        return {"output": dst.read(stream).astype(np.float64).tolist()}
 
     def observed(self, case: Case) -> Any:
         answer = super().observed(case)
@@ -443,19 +461,21 @@ def added_ops_script(case: Case) -> str:
             expected_text=f"dst = NumPy's bincount of the values but the last, {bins} bins, exactly")
     reverse = bool(p.get("reverse"))
     tile_text = " x ".join(str(d) for d in p["shape"])
-    what = f"{op} ({p['sem']}, scope {p['scope']})" if "sem" in p else f"{op} over axis {axis}{' reversed' if reverse else ''}"
+    what = (f"{op} ({p['sem']}, scope {p['scope']})" if "sem" in p else
+            f"{op} over axis {axis}{' reversed' if reverse else ''}")
     functions = ((gluon_op_kernels.apply_atomic,) if "atomic" in name else
                  (gluon_op_kernels.max_combine, gluon_op_kernels.argmax_combine, gluon_op_kernels.store_tile,
                   gluon_op_kernels.apply_op)) + (getattr(gluon_op_kernels, name),)
     permute = [f"out[:] = np.transpose(x, {PERMUTATIONS[len(p['shape']), axis]}).ravel()  # the kernel's permute order"]
+    typed = f', torch.{TORCH_TYPES[p["dtype"]]}' if "dtype" in p else ""  # an atomic's element type
+    buffers = [f'src = on_gpu(inputs["src"]{typed})', "dst = torch.zeros_like(src)"]
     return gpu_script(
-        doc=(f"Gluon's {what} of a {tile_text} float32 tile held in a valid distributed layout "
+        doc=(f"Gluon's {what} of a {tile_text} {TORCH_TYPES[p.get('dtype', 'fp32')]} tile held in a valid distributed layout "
              f"({p['layout']['kind']}, {where}). The tile holds small integers, so every result is exact: the output "
              f"must equal NumPy's {op} bit for bit."),
         kernel=source_of(*functions),
         layouts=[f"A = {gluon_source(p['layout'])}"],
-        launch=['src = on_gpu(inputs["src"])', "dst = torch.zeros_like(src)", launch,
-                'outputs = {"dst": dst.cpu().numpy()}'],
+        launch=[*buffers, launch, f'outputs = {{"dst": dst{".to(torch.float64)" if "dtype" in p else ""}.cpu().numpy()}}'],
         inputs=[f"src = np.random.default_rng({case.index}).integers(-4, 5, {size}).astype(np.float32)",
                 'return {"src": src}  # the tile, row-major'],
         expected=[f"SHAPE, AXIS, REVERSE = {tuple(p['shape'])}, {axis}, {reverse}", 'x = inputs["src"].reshape(SHAPE)',

@@ -100,6 +100,8 @@ class TritonLayoutOps(GluonTarget):
                       edges=(1, 1024, "not a power of two")),
             Parameter("histogram layout", gluon_ops.KINDS_1D, "Gluon: histogram's destination layout",
                       lambda p: p["dst_layout"]["kind"] if "dst_layout" in p else None),
+            Parameter("atomic type", ("fp32", "fp16", "bf16", "fp64", "i32"), "Gluon's atomics: the pointer's element type",
+                      lambda p: p.get("dtype") if str(p.get("op", "")).startswith("atomic") else None),
             Parameter("sem", gluon_ops.SEMS, "Gluon's atomics: sem", lambda p: p.get("sem")),
             Parameter("scope", gluon_ops.SCOPES, "Gluon's atomics: scope", lambda p: p.get("scope")),
             Parameter("layout", gluon_ops.KINDS, "Gluon's distributed layouts", lambda p: p["layout"]["kind"]),
@@ -189,7 +191,10 @@ def _causes(exc: BaseException) -> list[BaseException]:
 
 
 def ordering_problem(p: Mapping[str, Any]) -> str | None:
-    """Why ``p``'s memory order and scope are wrong (an ordered atomic, and it alone, takes both), or None."""
+    """Why ``p``'s element type, memory order or scope is wrong (an atomic, and it alone, may name its element type,
+    one Triton takes for it; an ordered atomic, and it alone, takes both of the others), or None."""
+    if "dtype" in p and p.get("dtype") not in gluon_ops.ATOMIC_TYPES.get(p.get("op", ""), ()):
+        return f"an atomic, and it alone, takes 'dtype', one of {gluon_ops.ATOMIC_TYPES}"
     ordered = p.get("op") in gluon_ops.ORDERED_ATOMICS
     if ordered != ("sem" in p) or ordered != ("scope" in p):
         return f"an atomic of {list(gluon_ops.ORDERED_ATOMICS)}, and it alone, takes 'sem' and 'scope'"
@@ -212,6 +217,10 @@ def _illegal(a: str, x: Any, b: str, y: Any) -> bool:
         return True
     if ("sem" in v or "scope" in v) and ("reverse" in v or "bins" in v or "histogram layout" in v or v.get("rank") == 1):
         return True
+    if "atomic type" in v and ("reverse" in v or "bins" in v or "histogram layout" in v or v.get("rank") == 1):
+        return True
+    if "atomic type" in v and "op" in v:  # only atomics have one, each of the types Triton takes for it
+        return v["atomic type"] not in gluon_ops.ATOMIC_TYPES.get(v["op"], ())
     if v.get("op") == "histogram" and (v.get("rank", 1) != 1 or v.get("axis", 0) != 0 or "reverse" in v):
         return True
     if "reverse" in v and any(k in v for k in (*histogram_only,)) or v.get("rank") == 1 and "reverse" in v:
@@ -245,11 +254,12 @@ def kernel_call(p: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     dims = dict(zip("MNK", shape))
     if op in gluon_ops.OPS and len(shape) == 2:
         return "layout_op_kernel", {**dims, "A": "A", "OP": op, "AXIS": p["axis"]}, "*fp32"
+    pointer = "*" + p.get("dtype", "fp32")  # an atomic's element type (float32 for the other operations)
     if op in gluon_ops.ORDERED_ATOMICS:
         name = "rank2_atomic_kernel" if len(shape) == 2 else "rank3_atomic_kernel"
-        return name, {**dims, "A": "A", "OP": op, "SEM": p["sem"], "SCOPE": p["scope"]}, "*fp32"
+        return name, {**dims, "A": "A", "OP": op, "SEM": p["sem"], "SCOPE": p["scope"]}, pointer
     name = "rank2_op_kernel" if len(shape) == 2 else "rank3_op_kernel"
-    return name, {**dims, "A": "A", "OP": op, "AXIS": p["axis"], "REVERSE": bool(p.get("reverse"))}, "*fp32"
+    return name, {**dims, "A": "A", "OP": op, "AXIS": p["axis"], "REVERSE": bool(p.get("reverse"))}, pointer
 
 
 COMPILE_LIMIT_S = 15  # a kernel of one tile compiles in seconds; minutes is a problem of its own
@@ -269,7 +279,8 @@ def standalone_script(case: Case) -> str:
         needed = ("max_combine", "argmax_combine", "store_tile", "apply_op", name) if name != "histogram_kernel" else (name,)
     tile = " x ".join(str(d) for d in p["shape"])
     what = (f"a histogram of {p['bins']} bins of {tile} values" if p["op"] == "histogram" else
-            f"{p['op']} ({p['sem']}, scope {p['scope']}) of a {tile} tile" if "sem" in p else
+            f"{p['op']} ({p.get('dtype', 'fp32')}, {p['sem']}, scope {p['scope']}) of a {tile} tile" if "sem" in p else
+            f"{p['op']} of a {tile} {p['dtype']} tile" if "dtype" in p else
             f"{p['op']} over axis {p['axis']}{' reversed' if p.get('reverse') else ''} of a {tile} tile")
     layouts = {"A": ("LAYOUT", p["layout"])}
     if "dst_layout" in p:
