@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from layoutfuzz.generators.case import Case
-from layoutfuzz.gpu.targets.triton_wgmma import (TritonWgmma, read_as_transposed_core_matrices,
-                                                 read_with_32_byte_swizzle)
+from layoutfuzz.gpu.targets.triton_wgmma import TritonWgmma, read_as_transposed_core_matrices, read_with_32_byte_swizzle
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "wgmma-unswizzled-reads-h100.json").read_text())["observed"]
 BUFFER = np.arange(128).reshape(8, 16)  # 8 rows of 16 16-bit elements: element i at byte 2 i

@@ -27,7 +27,7 @@ from layoutfuzz.gpu.targets.gluon_kernel import PREBUILT_NEEDS, PREBUILT_PRELOAD
 from layoutfuzz.harness.compare import Comparison
 from layoutfuzz.harness.target import Unsupported
 from layoutfuzz.harness.targets.triton_layout_ops import _illegal as compile_illegal
-from layoutfuzz.harness.targets.triton_layout_ops import kernel_call, ordering_problem
+from layoutfuzz.harness.targets.triton_layout_ops import atomic_problem, kernel_call
 from layoutfuzz.harness.triton_compat.gluon_layouts import MISSING_OP, without_tensor_types
 from layoutfuzz.oracles import gluon_layouts as oracle
 
@@ -63,8 +63,8 @@ def why_not(p: Mapping[str, Any]) -> str | None:
         return "params need 'axis', a dim of the shape"
     if ("reverse" in p) != (op in USER_SCANS) or p.get("reverse") not in (None, False, True):
         return "a scan with a user-written combine, and it alone, takes 'reverse' (a bool)"
-    if ordering_problem(p):
-        return ordering_problem(p)
+    if atomic_problem(p):
+        return atomic_problem(p)
     layout = p.get("layout")
     if not isinstance(layout, Mapping) or layout.get("kind") not in gluon_ops.KINDS:
         return f"params need 'layout', a distributed Gluon layout of a kind in {list(gluon_ops.KINDS)}"
@@ -103,14 +103,14 @@ def case_input(index: int, p: Mapping[str, Any]) -> np.ndarray:
     return tile(index, p["shape"])
 
 
-NUMPY_TYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "i32": "int32"}
-TORCH_TYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "i32": "int32"}
+# an atomic's element type (Triton's pointer name) -> its name in NumPy (ml_dtypes for bfloat16) and in torch
+TYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "i32": "int32"}
 
 
 def element_type(p: Mapping[str, Any]) -> np.dtype:
     """The NumPy type of a tile case's buffers: an atomic's element type (bfloat16 from ``ml_dtypes``), else float32
     (small integers, exact in each)."""
-    name = NUMPY_TYPES[p.get("dtype", "fp32")]
+    name = TYPE_NAMES[p.get("dtype", "fp32")]
     if name == "bfloat16":
         try:
             import ml_dtypes
@@ -467,10 +467,10 @@ def added_ops_script(case: Case) -> str:
                  (gluon_op_kernels.max_combine, gluon_op_kernels.argmax_combine, gluon_op_kernels.store_tile,
                   gluon_op_kernels.apply_op)) + (getattr(gluon_op_kernels, name),)
     permute = [f"out[:] = np.transpose(x, {PERMUTATIONS[len(p['shape']), axis]}).ravel()  # the kernel's permute order"]
-    typed = f', torch.{TORCH_TYPES[p["dtype"]]}' if "dtype" in p else ""  # an atomic's element type
+    typed = f', torch.{TYPE_NAMES[p["dtype"]]}' if "dtype" in p else ""  # an atomic's element type
     buffers = [f'src = on_gpu(inputs["src"]{typed})', "dst = torch.zeros_like(src)"]
     return gpu_script(
-        doc=(f"Gluon's {what} of a {tile_text} {TORCH_TYPES[p.get('dtype', 'fp32')]} tile held in a valid distributed layout "
+        doc=(f"Gluon's {what} of a {tile_text} {TYPE_NAMES[p.get('dtype', 'fp32')]} tile held in a valid distributed layout "
              f"({p['layout']['kind']}, {where}). The tile holds small integers, so every result is exact: the output "
              f"must equal NumPy's {op} bit for bit."),
         kernel=source_of(*functions),

@@ -60,7 +60,7 @@ class TritonLayoutOps(GluonTarget):
             raise ValueError("params need 'axis', a dim of the shape")
         if ("reverse" in p) != (p["op"] in ("scan_max", "scan_pair")) or p.get("reverse") not in (None, False, True):
             raise ValueError("a scan with a user-written combine, and it alone, takes 'reverse' (a bool)")
-        why = ordering_problem(p)
+        why = atomic_problem(p)
         if why:
             raise ValueError(why)
         if not isinstance(p.get("layout"), Mapping) or p["layout"].get("kind") not in gluon_ops.KINDS:
@@ -190,7 +190,7 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def ordering_problem(p: Mapping[str, Any]) -> str | None:
+def atomic_problem(p: Mapping[str, Any]) -> str | None:
     """Why ``p``'s element type, memory order or scope is wrong (an atomic, and it alone, may name its element type,
     one Triton takes for it; an ordered atomic, and it alone, takes both of the others), or None."""
     if "dtype" in p and p.get("dtype") not in gluon_ops.ATOMIC_TYPES.get(p.get("op", ""), ()):
