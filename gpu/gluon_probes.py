@@ -103,6 +103,16 @@ def shared_probe_2d(src, dst, raw, A: ttgl.constexpr, B: ttgl.constexpr, S: ttgl
 
 
 @gluon.jit
+def shared_permute_probe_2d(src, dst, A: ttgl.constexpr, B: ttgl.constexpr, S: ttgl.constexpr, S0: ttgl.constexpr,
+                            S1: ttgl.constexpr):
+    """Store an S0 x S1 tile from layout A into shared layout S, load its permuted view (S1 x S0) as B."""
+    x = ttgl.load(src + _offsets_2d(A, S0, S1))
+    smem = ttgl.allocate_shared_memory(src.dtype.element_ty, [S0, S1], S, x)
+    y = smem.permute([1, 0]).load(B)
+    ttgl.store(dst + _offsets_2d(B, S1, S0), y)
+
+
+@gluon.jit
 def tma_probe(in_desc, out_desc, raw, fill, COORD: ttgl.constexpr, N: ttgl.constexpr, F: ttgl.constexpr):
     """TMA-load a block at ``COORD`` into shared memory and dump the buffer flat into ``raw``;
     write ``fill`` flat into a second buffer of the same layout and TMA-store it at ``COORD``."""

@@ -26,6 +26,14 @@ from layoutfuzz.gpu.targets.gluon_kernel import (
 )
 from layoutfuzz.oracles.linear_layout import LinearLayout
 
+VIEWS = ("none", "none", "none", "permute")  # the buffer read back as stored, or through its permuted view (a quarter)
+
+
+def view_outs(shape: list[int], view: str) -> list[tuple[str, int]]:
+    """The out dims of the layout the buffer is read back in: the tile's, or the permuted view's (S1 x S0)."""
+    dims = list(reversed(shape)) if view == "permute" else list(shape)
+    return [(f"dim{i}", s) for i, s in enumerate(dims)]
+
 
 class TritonSharedMemory(GluonKernelTarget):
     name = "triton.shared_memory"
@@ -52,9 +60,12 @@ class TritonSharedMemory(GluonKernelTarget):
                                       max_dim_log2=8)
         outs = [(f"dim{i}", s) for i, s in enumerate(shape)]
         warps = source.integer(0, 5)  # 1-32 warps
+        view = source.choice(VIEWS)
         a = distributed_layout(source, outs=outs, fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
-        b = distributed_layout(source, outs=outs, fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
+        b = distributed_layout(source, outs=view_outs(shape, view), fixed_bits={"lane": 5, "warp": warps}, max_broadcast_bits=2)
         params = {"kind": kind, "shape": shape, "num_warps": 1 << warps, "elem_bits": elem_bits, "a": a.to_dict(), "b": b.to_dict()}
+        if view != "none":
+            params["view"] = view
         if kind == "linear":
             params["offset_bases"] = [list(x) for x in dict(memory_layout(source, "offset", outs=outs).in_dims)["offset"]]
         else:
@@ -63,7 +74,8 @@ class TritonSharedMemory(GluonKernelTarget):
         return params
 
     def family(self, case: Case) -> str:
-        return f"{case.params.get('kind', '?')}:{case.params.get('elem_bits', '?')}b"
+        view = case.params.get("view")
+        return f"{case.params.get('kind', '?')}:{case.params.get('elem_bits', '?')}b" + (f":{view}" if view else "")
 
     def shared_layout(self, p: Mapping[str, Any]) -> LinearLayout:
         """The oracle's memory layout: offset -> element."""
@@ -93,13 +105,15 @@ class TritonSharedMemory(GluonKernelTarget):
         if shape[0] * shape[1] > 1 << min(12, bits):
             raise ValueError("element ids must fit the element type, in at most 2^12 elements")
         warps = power_of_two(p.get("num_warps"), "num_warps", 1, 32)
+        if p.get("view", "none") not in VIEWS:
+            raise ValueError(f"view {p['view']!r}: none or permute (the buffer read back through its permuted view)")
         outs = [(f"dim{i}", s) for i, s in enumerate(shape)]
-        for name in ("a", "b"):
+        for name, want in (("a", outs), ("b", view_outs(shape, p.get("view", "none")))):
             layout = LinearLayout.from_dict(p[name])
             check_layout_kind(layout, "distributed")
             sizes = {dim: 1 << len(bases) for dim, bases in layout.in_dims}
-            if dict(layout.out_dims) != dict(outs) or sizes.get("lane") != 32 or sizes.get("warp", 1) != warps:
-                raise ValueError(f"layout {name} must map 32 lanes and num_warps warps onto the shape")
+            if dict(layout.out_dims) != dict(want) or sizes.get("lane") != 32 or sizes.get("warp", 1) != warps:
+                raise ValueError(f"layout {name} must map 32 lanes and num_warps warps onto the shape (b: the view's)")
         if kind != "linear":
             check_legacy(tl.from_dict(p["shared"]), shape, bits)
         if not self.shared_layout(p).is_invertible():
@@ -108,33 +122,46 @@ class TritonSharedMemory(GluonKernelTarget):
     def expected(self, case: Case) -> Any:
         """Data intact, and raw shared offset o holding element S(o) (row-major index)."""
         p = case.params
+        if p.get("view") == "permute":  # the view's elements, each the stored one at its transposed coordinates
+            return {"permuted view mismatches": 0}
         where = self.shared_layout(p).apply_all()  # per offset, its element's coordinates
         return {"data_mismatches": 0, "placement": (where["dim0"] * p["shape"][1] + where["dim1"]).tolist()}
 
     def kernel_spec(self, case: Case) -> KernelSpec:
         from triton.experimental.gluon import language as ttgl
 
-        from layoutfuzz.gpu.gluon_probes import shared_probe_2d
+        from layoutfuzz.gpu.gluon_probes import shared_permute_probe_2d, shared_probe_2d
         from layoutfuzz.harness.triton_compat.gluon_layouts import shared_linear, to_gluon
         from layoutfuzz.oracles import triton_layouts as tl
 
         p = case.params
         s0, s1 = p["shape"]
         shared = shared_linear(p["offset_bases"]) if "offset_bases" in p else to_gluon(tl.from_dict(p["shared"]))
-        constexprs = {"A": gluon_layout(LinearLayout.from_dict(p["a"]), p["shape"]), "B": gluon_layout(LinearLayout.from_dict(p["b"]), p["shape"]),
-                      "S": shared, "F": ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0]), "S0": s0, "S1": s1}
+        view_shape = [b for _, b in view_outs(p["shape"], p.get("view", "none"))]
+        constexprs = {"A": gluon_layout(LinearLayout.from_dict(p["a"]), p["shape"]),
+                      "B": gluon_layout(LinearLayout.from_dict(p["b"]), view_shape), "S": shared, "S0": s0, "S1": s1}
         pointer = POINTERS[p["elem_bits"]]
+        if p.get("view") == "permute":
+            return KernelSpec(shared_permute_probe_2d, {"src": pointer, "dst": pointer}, constexprs, p["num_warps"])
+        constexprs["F"] = ttgl.BlockedLayout([1], [32], [p["num_warps"]], [0])
         return KernelSpec(shared_probe_2d, {"src": pointer, "dst": pointer, "raw": pointer}, constexprs, p["num_warps"])
 
     def direct_ttgir(self, case: Case, spec: KernelSpec | None = None) -> str | None:
         from layoutfuzz.gpu.direct_ttgir import shared_attr, shared_probe_ttgir
 
         p = case.params
-        if 1 in p["shape"]:  # Gluon's front end writes a size-1 dim's ranges otherwise: its own module, not written here
+        if 1 in p["shape"] or p.get("view"):  # a size-1 dim's ranges, a view: Gluon's own module, not written here
             return None
         spec = spec or self.kernel_spec(case)  # compile() has built it already
         return shared_probe_ttgir(list(p["shape"]), p["elem_bits"], LinearLayout.from_dict(p["a"]), LinearLayout.from_dict(p["b"]),
                                   shared_attr(spec.constexprs["S"]), p["num_warps"])
+
+    def reproducer_script(self, case: Case) -> str | None:
+        """For a permuted-view case: ``gluon_probes.shared_permute_probe_2d`` written out, its layouts as their Gluon
+        constructors, launched through Triton's JIT; expected: the tile transposed (NumPy). None for the others."""
+        if case.params.get("view") != "permute":
+            return None
+        return permute_script(case.params, self.kernel_spec(case))
 
     def run(self, case: Case) -> Any:
         p = case.params
@@ -145,11 +172,36 @@ class TritonSharedMemory(GluonKernelTarget):
         kernel = self.kernel_for(case)
         stream = cubin_launcher().stream
         src = device_input(ids, "src", stream)
+        if p.get("view") == "permute":
+            dst = device_output(np.zeros(numel, dtype), "dst", stream)
+            self.execute(case, src, dst, kernel=kernel)
+            return {"permuted view mismatches": int((dst.read(stream) != ids.reshape(s0, s1).T.ravel()).sum())}
         dst, raw = device_output(np.zeros(numel, dtype), "dst", stream), device_output(np.zeros(numel, dtype), "raw", stream)
         self.execute(case, src, dst, raw, kernel=kernel)
         dst, raw = dst.read(stream), raw.read(stream)
         placement = raw.view(f"uint{p['elem_bits']}").tolist()  # ids, unsigned: exact, as numel <= 2^bits
         return {"data_mismatches": int((dst != ids).sum()), "placement": placement}
+
+
+def permute_script(p: Mapping[str, Any], spec: KernelSpec) -> str:
+    """``TritonSharedMemory.reproducer_script`` of a permuted-view case ``p`` whose kernel is ``spec``."""
+    from layoutfuzz.gpu import gluon_probes
+    from layoutfuzz.gpu.script_parts import gpu_script, source_of
+
+    (s0, s1), bits, c = p["shape"], p["elem_bits"], spec.constexprs
+    return gpu_script(
+        doc=(f"A {s0} x {s1} int{bits} tile stored into Gluon shared memory in {c['S']!r}, then read back through the "
+             f"buffer's permuted view (smem.permute([1, 0]), {s1} x {s0}) in a distributed layout, {p['num_warps']} "
+             "warps: the view must hold the tile transposed."),
+        kernel=source_of(gluon_probes._offsets_2d, gluon_probes.shared_permute_probe_2d),
+        layouts=[f"A = ttgl.{c['A']!r}", f"B = ttgl.{c['B']!r}", f"S = ttgl.{c['S']!r}"],
+        launch=['src = on_gpu(inputs["src"])', "dst = torch.zeros_like(src)",
+                f"launch(shared_permute_probe_2d, src, dst, A=A, B=B, S=S, S0={s0}, S1={s1}, num_warps={p['num_warps']})",
+                'outputs = {"dst": dst.cpu().numpy()}'],
+        inputs=[f"src = np.arange({s0 * s1}, dtype=np.int64).astype(np.int{bits})  # each element its row-major index",
+                'return {"src": src}'],
+        expected=[f'return {{"dst": inputs["src"].reshape({s0}, {s1}).T.ravel()}}  # the tile transposed, row-major'],
+        expected_text=f"dst = the {s0} x {s1} tile transposed ({s1} x {s0}), exactly")
 
 
 def shared_memory_space() -> Space:
@@ -183,6 +235,8 @@ def shared_memory_space() -> Space:
         Parameter("tile elements (log2)", tuple(range(13)), "this target: 2-D tiles (dims from 8 for NVMMA shared), "
                   "element ids that fit the element type (at most 2^12)", lambda p: (p["shape"][0] * p["shape"][1]).bit_length() - 1),
         Parameter("num_warps", WARPS, "Triton: a power of two, up to 32 warps (1,024 threads)", lambda p: p["num_warps"]),
+        Parameter("view", ("none", "permute"), "Gluon: shared_memory_descriptor.permute, the buffer read back transposed",
+                  lambda p: p.get("view", "none")),
         *shared_parameters(shared, ("swizzled vec", "swizzled per_phase", "swizzled max_phase", "nvmma swizzle bytes",
                                     "nvmma transposed")),
     ), illegal)

@@ -92,6 +92,9 @@ def test_shared_memory_cases_are_memory_layouts_and_placements_are_permutations(
     for index in range(60):
         case = make_case(target, 0, index)
         target.validate(case)
+        if case.params.get("view") == "permute":  # read back through the permuted view: no placement dump
+            assert target.expected(case) == {"permuted view mismatches": 0}
+            continue
         placement = target.expected(case)["placement"]
         assert sorted(placement) == list(range(len(placement)))
         assert len(placement) <= 1 << case.params["elem_bits"]
