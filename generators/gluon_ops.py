@@ -27,9 +27,10 @@ EXTRA_OPS = ("scan_max", "scan_pair", "reduce_pair", "histogram", "atomic_add", 
 # the layout gives it: a masked add and max, an exchange and a compare-and-swap whose returned old values are used)
 ATOMICS = ("atomic_add", "atomic_max", "atomic_xchg", "atomic_cas")
 ORDERED_ATOMICS = ("atomic_max", "atomic_xchg", "atomic_cas")  # drawn with a memory order and a scope
+ELEMENT_TYPES = ("fp32", "fp16", "bf16", "fp64", "i32")  # an atomic's element type: Triton's pointer type names
 # the element types each atomic takes (Triton's front end refuses the others: "atomic_max does not support fp16")
-ATOMIC_TYPES = {"atomic_add": ("fp32", "fp16", "bf16", "fp64", "i32"), "atomic_max": ("fp32", "fp64", "i32"),
-                "atomic_xchg": ("fp32", "fp64", "i32"), "atomic_cas": ("fp32", "fp16", "bf16", "fp64", "i32")}
+ATOMIC_TYPES = {"atomic_add": ELEMENT_TYPES, "atomic_max": ("fp32", "fp64", "i32"), "atomic_xchg": ("fp32", "fp64", "i32"),
+                "atomic_cas": ELEMENT_TYPES}
 SEMS = ("relaxed", "acquire", "release", "acq_rel")  # Gluon's atomics: sem (PTX ISA 8.4's memory orders)
 SCOPES = ("cta", "gpu", "sys")  # and scope
 ALL_OPS = OPS + EXTRA_OPS

@@ -243,3 +243,15 @@ def test_a_device_fault_is_signed_by_the_operation_whose_kernel_faulted():
     signed = [root_cause(Result(cas, "f", Outcome.CRASH, fault, signature=op)) for op in ("atomic_cas", "gather")]
     assert signed == ["exit: CUDA_ERROR_ILLEGAL_ADDRESS: atomic_cas", "exit: CUDA_ERROR_ILLEGAL_ADDRESS: gather"]
     assert root_cause(Result(cas, "f", Outcome.CRASH, abort)).startswith("SIGABRT: LLVM ERROR: Invalid basis")
+
+
+def test_the_fallback_sum_takes_none_of_the_drawn_operations_options(monkeypatch):
+    from layoutfuzz.gpu.targets import triton_layout_ops_run as run
+
+    real = run.why_not
+    monkeypatch.setattr(run, "why_not", lambda p: "refused here" if p["op"] != "sum" else real(p))
+    target = TritonLayoutOpsRun()
+    drawn = [target.generate(source_for(target.name, 4, i)) for i in range(40)]
+    fallbacks = [p for p in drawn if p["op"] == "sum"]
+    assert fallbacks and all(real(p) is None for p in fallbacks)
+    assert not any({"dtype", "sem", "scope", "reverse"} & set(p) for p in fallbacks)

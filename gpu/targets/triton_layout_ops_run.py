@@ -103,14 +103,14 @@ def case_input(index: int, p: Mapping[str, Any]) -> np.ndarray:
     return tile(index, p["shape"])
 
 
-# an atomic's element type (Triton's pointer name) -> its name in NumPy (ml_dtypes for bfloat16) and in torch
-TYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "i32": "int32"}
+# an element type (Triton's pointer name, gluon_ops.ELEMENT_TYPES) -> its name in NumPy (ml_dtypes for bfloat16) and torch
+TYPE_NAMES = dict(zip(gluon_ops.ELEMENT_TYPES, ("float32", "float16", "bfloat16", "float64", "int32")))
 
 
 def element_type(p: Mapping[str, Any]) -> np.dtype:
-    """The NumPy type of a tile case's buffers: an atomic's element type (bfloat16 from ``ml_dtypes``), else float32
-    (small integers, exact in each)."""
-    name = TYPE_NAMES[p.get("dtype", "fp32")]
+    """The NumPy type of a case's buffers: a histogram's int32, an atomic's element type (bfloat16 from
+    ``ml_dtypes``), else float32 (small integers, exact in each)."""
+    name = TYPE_NAMES["i32" if p["op"] == "histogram" else p.get("dtype", "fp32")]
     if name == "bfloat16":
         try:
             import ml_dtypes
@@ -225,12 +225,13 @@ class TritonLayoutOpsRun(GluonKernelTarget):
                 case = gluon_ops.histogram_case(source, valid)
             else:
                 case = gluon_ops.rank3_case(source, valid, op) if rank3 else gluon_ops.case(source, valid, op)
-            case = {**case, **gluon_ops.op_options(source, op), "num_ctas": 1 << len(oracle.cga_bases(case["layout"]))}
+            options = gluon_ops.op_options(source, op)
+            case = {**case, **options, "num_ctas": 1 << len(oracle.cga_bases(case["layout"]))}
             if why_not(case) is None:
                 return case
         if op == "histogram":
             return {**FALLBACK_HISTOGRAM, "num_ctas": 1}
-        case = {k: v for k, v in case.items() if k not in ("reverse", "sem", "scope")}
+        case = {k: v for k, v in case.items() if k not in options}  # a sum takes none of the operation's options
         return {**case, "op": "sum"}
 
     def validate(self, case: Case) -> None:
@@ -250,6 +251,8 @@ class TritonLayoutOpsRun(GluonKernelTarget):
                       lambda p: len(p["shape"])),
             Parameter("reverse", (False, True), "associative_scan(input, axis, combine_fn, reverse)",
                       lambda p: p.get("reverse")),
+            Parameter("atomic type", gluon_ops.ELEMENT_TYPES, "Gluon's atomics: the pointer's element type",
+                      lambda p: p.get("dtype")),
             Parameter("sem", gluon_ops.SEMS, "Gluon's atomics: sem", lambda p: p.get("sem")),
             Parameter("scope", gluon_ops.SCOPES, "Gluon's atomics: scope", lambda p: p.get("scope")),
             Parameter("bins", gluon_ops.BINS, "histogram(input, num_bins, mask, layout): a power of two",
@@ -300,8 +303,8 @@ class TritonLayoutOpsRun(GluonKernelTarget):
         stream = cubin_launcher().stream
         x = case_input(case.index, p)
         kind = element_type(p)
-        out = np.zeros(p["bins"], np.int32) if p["op"] == "histogram" else np.zeros(x.size, kind)
-        src = device_input(x.ravel().astype(kind) if p["op"] != "histogram" else x.ravel(), "src", stream)
+        out = np.zeros(p["bins"] if p["op"] == "histogram" else x.size, kind)
+        src = device_input(x.ravel().astype(kind), "src", stream)
         dst = device_output(out, "dst", stream)
         self.execute(case, src, dst, kernel=kernel)
         return {"output": dst.read(stream).astype(np.float64).tolist()}

@@ -107,15 +107,21 @@ READ_PATTERNS = {"with a 32-byte swizzle": read_with_32_byte_swizzle,
 UNSWIZZLED_READ = "wrong-products:unswizzled operand read "  # the signature's head where a pattern explains them
 
 
+def unswizzled_operands(params: Mapping[str, Any]) -> tuple[bool, bool]:
+    """Whether A, and whether B, is an unswizzled operand in shared memory (A from registers is in none)."""
+    return params["a_swizzle"] == 0 and not params["a_in_regs"], params["b_swizzle"] == 0
+
+
 def unswizzled_read(params: Mapping[str, Any], a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> str | None:
     """The name of the read pattern (``READ_PATTERNS``) that, applied to each unswizzled operand in shared memory,
     gives exactly the products ``d``; None when none does."""
+    a_unswizzled, b_unswizzled = unswizzled_operands(params)
     for name, read in READ_PATTERNS.items():
         seen_a, seen_b = a, b
-        if params["a_swizzle"] == 0 and not params["a_in_regs"]:
+        if a_unswizzled:
             k_major = not params["a_mn_major"]
             seen_a = stored_rows(read(stored_rows(a, k_major)), k_major)
-        if params["b_swizzle"] == 0:
+        if b_unswizzled:
             seen_b = stored_rows(read(stored_rows(b, not params["b_k_major"])), not params["b_k_major"])
         if np.array_equal(seen_a @ seen_b + (c if params["use_acc"] else 0), d):
             return name
@@ -307,8 +313,7 @@ class TritonWgmma(GluonKernelTarget):
                               f"{int(np.isnan(got).sum())} products NaN: the MMA read a guard zone beside an operand in "
                               f"shared memory ({bad.size} of {want.size} products wrong)")
         p, how = case.params, f"{bad.size} of {want.size} products wrong, in {rows} rows and {cols} columns"
-        unswizzled = p["b_swizzle"] == 0 or (p["a_swizzle"] == 0 and not p["a_in_regs"])
-        read = unswizzled_read(p, *operand_data(case), got.reshape(p["M"], n)) if unswizzled else None
+        read = unswizzled_read(p, *operand_data(case), got.reshape(p["M"], n)) if any(unswizzled_operands(p)) else None
         if read is not None:
             return Comparison(False, int(bad.size), lines, f"{UNSWIZZLED_READ}{read}",
                               f"{how}: exactly the products of the unswizzled operand read {read}")
@@ -379,7 +384,7 @@ def read_diagnosis(p: Mapping[str, Any]) -> str:
     return "\n\n".join([
         source_of(stored_rows, read_with_32_byte_swizzle, read_as_transposed_core_matrices).strip(),
         f"READ_PATTERNS = {{{patterns}}}",
-        source_of(unswizzled_read).strip(),
+        source_of(unswizzled_operands, unswizzled_read).strip(),
         "def diagnose(inputs, got):\n"
         "    # which misread of the unswizzled operand gives exactly these products (None: none of READ_PATTERNS)\n"
         f"    params = {({k: p[k] for k in keys})!r}\n"

@@ -1,4 +1,4 @@
-"""A Gluon kernel a user writes (atomic_xchg (relaxed, scope gpu) of a 4 x 1 tile in a valid layout), compiled
+"""A Gluon kernel a user writes (atomic_xchg (fp32, relaxed, scope gpu) of a 4 x 1 tile in a valid layout), compiled
 for sm_90a: it is expected to compile, within 15 s. Needs only Triton (no GPU)."""
 import os
 import subprocess

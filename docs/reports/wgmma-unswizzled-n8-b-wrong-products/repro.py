@@ -190,15 +190,21 @@ def read_as_transposed_core_matrices(rows: np.ndarray) -> np.ndarray:
 
 READ_PATTERNS = {'with a 32-byte swizzle': read_with_32_byte_swizzle, 'as transposed core matrices': read_as_transposed_core_matrices}
 
+def unswizzled_operands(params: Mapping[str, Any]) -> tuple[bool, bool]:
+    """Whether A, and whether B, is an unswizzled operand in shared memory (A from registers is in none)."""
+    return params["a_swizzle"] == 0 and not params["a_in_regs"], params["b_swizzle"] == 0
+
+
 def unswizzled_read(params: Mapping[str, Any], a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> str | None:
     """The name of the read pattern (``READ_PATTERNS``) that, applied to each unswizzled operand in shared memory,
     gives exactly the products ``d``; None when none does."""
+    a_unswizzled, b_unswizzled = unswizzled_operands(params)
     for name, read in READ_PATTERNS.items():
         seen_a, seen_b = a, b
-        if params["a_swizzle"] == 0 and not params["a_in_regs"]:
+        if a_unswizzled:
             k_major = not params["a_mn_major"]
             seen_a = stored_rows(read(stored_rows(a, k_major)), k_major)
-        if params["b_swizzle"] == 0:
+        if b_unswizzled:
             seen_b = stored_rows(read(stored_rows(b, not params["b_k_major"])), not params["b_k_major"])
         if np.array_equal(seen_a @ seen_b + (c if params["use_acc"] else 0), d):
             return name
